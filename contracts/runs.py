@@ -1,0 +1,66 @@
+"""Run lifecycle events: a run requested, started and ended, and requests into a running run."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from contracts.base import Event
+
+RunStatus = Literal["running", "success", "error", "pending", "cancelled"]
+
+
+class ParentLink(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a child run was started from: the parent run and the node invocation waiting on it."""
+
+    run_id: str
+    invocation_id: str
+    node_id: str
+    wait: bool = True
+
+
+class RunRequested(Event, tag="run.requested", frozen=True):
+    """Someone asked for a workflow to run; the workflow is snapshotted so replay never depends
+    on later edits (a resumed run uses the workflow it started with)."""
+
+    workflow_id: str
+    workflow_name: str = ""
+    owner_id: str = ""
+    nodes: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    edges: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    inputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    test_run: bool = False
+    trigger_source: str = "API"
+    parent: ParentLink | None = None
+    depth: int = 0
+    requested_at_ms: int = 0
+
+
+class CancelRequested(Event, tag="run.cancel_requested", frozen=True):
+    reason: str = "cancelled by user"
+
+
+class RunStarted(Event, tag="run.started", frozen=True):
+    workflow_id: str
+    started_at_ms: int
+
+
+class RunCompleted(Event, tag="run.completed", frozen=True):
+    """The run ended; `status` is `success`, `error` or `cancelled`."""
+
+    status: Literal["success", "error", "cancelled"]
+    outputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    error: str | None = None
+    http_status: int | None = None
+    execution_time_ms: float = 0.0
+    finished_at_ms: int = 0
+
+
+RunLifecycleEvent = RunRequested | CancelRequested | RunStarted | RunCompleted
+RUN_LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
+    RunRequested,
+    CancelRequested,
+    RunStarted,
+    RunCompleted,
+)

@@ -1,0 +1,96 @@
+"""The `Settings` struct and `load_settings`: the only place that reads the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value Heym cannot use; the message names it."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    data_dir: Path = Path(".heym")
+    http_host: str = "127.0.0.1"
+    http_port: int = 8000
+    # None means "start the embedded server" (only `heym up` does that); services need a URL.
+    nats_url: str | None = None
+    nats_port: int = 4222
+    database_url: str | None = None
+    admin_api_key: str | None = None
+    log_level: str = "INFO"
+    # How long a service waits for in-flight work when asked to stop.
+    shutdown_grace_s: float = 10.0
+    # Event log limits.
+    max_message_bytes: int = 8 * 1024 * 1024
+    duplicate_window_s: float = 600.0
+    stream_replicas: int = 1
+
+    def require_nats(self) -> str:
+        if not self.nats_url:
+            raise SettingsError("HEYM_NATS_URL is not set (`heym up` sets it for its services)")
+        return self.nats_url
+
+    def require_database(self) -> str:
+        if not self.database_url:
+            raise SettingsError("HEYM_DATABASE_URL is not set (`heym up` sets it for its services)")
+        return self.database_url
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, lo: int, hi: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+    if not lo <= value <= hi:
+        raise SettingsError(f"{name} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+    if value < 0:
+        raise SettingsError(f"{name} must not be negative, got {value}")
+    return value
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Read every `HEYM_*` setting once; raise `SettingsError` naming a bad variable."""
+    env = os.environ if environ is None else environ
+
+    def text(name: str) -> str | None:
+        value = env.get(name, "").strip()
+        return value or None
+
+    level = (text("HEYM_LOG_LEVEL") or "INFO").upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+        raise SettingsError(f"HEYM_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {level!r}")
+    return Settings(
+        data_dir=Path(text("HEYM_DATA_DIR") or ".heym"),
+        http_host=text("HEYM_HTTP_HOST") or "127.0.0.1",
+        http_port=_int(env, "HEYM_HTTP_PORT", 8000, lo=0, hi=65535),
+        nats_url=text("HEYM_NATS_URL"),
+        nats_port=_int(env, "HEYM_NATS_PORT", 4222, lo=0, hi=65535),
+        database_url=text("HEYM_DATABASE_URL"),
+        admin_api_key=text("HEYM_ADMIN_API_KEY"),
+        log_level=level,
+        shutdown_grace_s=_float(env, "HEYM_SHUTDOWN_GRACE_S", 10.0),
+        max_message_bytes=_int(
+            env, "HEYM_MAX_MESSAGE_BYTES", 8 * 1024 * 1024, lo=64 * 1024, hi=64 * 1024 * 1024
+        ),
+        duplicate_window_s=_float(env, "HEYM_DUPLICATE_WINDOW_S", 600.0),
+        stream_replicas=_int(env, "HEYM_STREAM_REPLICAS", 1, lo=1, hi=5),
+    )

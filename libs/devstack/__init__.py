@@ -1,0 +1,1 @@
+"""`heym up`: the single-machine dev stack (embedded NATS and Postgres, five service processes)."""

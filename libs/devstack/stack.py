@@ -1,0 +1,226 @@
+"""The dev stack: embedded servers, migrations, the admin account, five services, status table."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+
+import asyncpg
+import msgspec
+import nats
+import nats.errors
+from nats.aio.client import Client as NATS
+
+from contracts import subjects
+from contracts.health import HealthReply
+from libs.accounts import ensure_admin
+from libs.config import Settings
+from libs.db import apply_migrations
+from libs.db.pool import init_connection
+from libs.devstack.children import Child, child_env, current_env, watch
+from libs.embedded import EmbeddedNats, EmbeddedPostgres
+from libs.embedded.process import port_open
+from libs.eventlog import provision_run_stream
+
+log = logging.getLogger(__name__)
+
+SERVICE_ORDER = ("scheduler", "agent_runtime", "tool_sandbox", "review", "gateway")
+
+
+class StackError(RuntimeError):
+    """The stack cannot start (port in use, server failed); the message says what to do."""
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+class Stack:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.data_dir = settings.data_dir.resolve()
+        self.nats: EmbeddedNats | None = None
+        self.postgres: EmbeddedPostgres | None = None
+        self.nats_url = settings.nats_url or ""
+        self.database_url = settings.database_url or ""
+        self.children: dict[str, Child] = {}
+        self.stopping = asyncio.Event()
+
+    # -- infrastructure -------------------------------------------------------------------
+    def start_infra(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not self.settings.nats_url:
+            if port_open("127.0.0.1", self.settings.nats_port):
+                raise StackError(
+                    f"port {self.settings.nats_port} is in use; set HEYM_NATS_PORT to a free port "
+                    "or HEYM_NATS_URL to use that server"
+                )
+            self.nats = EmbeddedNats(
+                self.data_dir / "nats",
+                port=self.settings.nats_port,
+                max_payload=self.settings.max_message_bytes,
+            )
+            self.nats.start()
+            self.nats_url = self.nats.url
+        if not self.settings.database_url:
+            self.postgres = EmbeddedPostgres(self.data_dir / "pg")
+            self.database_url = self.postgres.start()
+        if port_open(self.settings.http_host, self.settings.http_port):
+            raise StackError(
+                f"HTTP port {self.settings.http_port} is in use; set HEYM_HTTP_PORT to a free port"
+            )
+
+    async def prepare(self) -> str | None:
+        """Provision the stream, migrate, ensure the admin; returns a new admin key to print."""
+        nc = await nats.connect(self.nats_url)
+        try:
+            await provision_run_stream(
+                nc,
+                max_message_bytes=self.settings.max_message_bytes,
+                duplicate_window_s=self.settings.duplicate_window_s,
+                replicas=self.settings.stream_replicas,
+            )
+        finally:
+            await nc.close()
+        conn = await asyncpg.connect(self.database_url)
+        try:
+            await init_connection(conn)
+            await apply_migrations(conn)
+            return await ensure_admin(conn, self.settings.admin_api_key)
+        finally:
+            await conn.close()
+
+    # -- services ---------------------------------------------------------------------------
+    async def start_services(self) -> None:
+        env = child_env(
+            current_env(),
+            HEYM_NATS_URL=self.nats_url,
+            HEYM_DATABASE_URL=self.database_url,
+            HEYM_DATA_DIR=str(self.data_dir),
+        )
+        for name in SERVICE_ORDER:
+            child = Child(name, env, self.data_dir / "logs")
+            await child.start()
+            self.children[name] = child
+
+    async def wait_healthy(self, nc: NATS, timeout: float = 90.0) -> dict[str, HealthReply]:
+        decode = msgspec.json.Decoder(HealthReply).decode
+        found: dict[str, HealthReply] = {}
+        deadline = time.monotonic() + timeout
+        while len(found) < len(self.children):
+            for name, child in self.children.items():
+                if name in found:
+                    continue
+                if child.process is not None and child.process.returncode is not None:
+                    raise StackError(
+                        f"{name} exited with code {child.process.returncode} while starting:\n"
+                        f"{child.log_tail(25)}"
+                    )
+                with contextlib.suppress(nats.errors.TimeoutError, nats.errors.NoRespondersError):
+                    msg = await nc.request(subjects.health(name), b"", timeout=0.5)
+                    reply = decode(msg.data)
+                    if reply.state == "healthy":
+                        found[name] = reply
+            if time.monotonic() > deadline:
+                missing = sorted(set(self.children) - set(found))
+                raise StackError(f"services not healthy after {timeout:.0f}s: {', '.join(missing)}")
+            if len(found) < len(self.children):
+                await asyncio.sleep(0.1)
+        return found
+
+    def status_table(self, health: dict[str, HealthReply]) -> str:
+        rows = [("service", "pid", "address", "state")]
+        if self.nats is not None:
+            rows.append(
+                (
+                    "nats",
+                    str(self.nats.pid),
+                    self.nats_url,
+                    "running (embedded, JetStream, sync always)",
+                )
+            )
+        else:
+            rows.append(("nats", "-", self.nats_url, "external"))
+        if self.postgres is not None:
+            rows.append(
+                (
+                    "postgres",
+                    str(self.postgres.pid or "-"),
+                    str(self.data_dir / "pg"),
+                    "running (embedded)",
+                )
+            )
+        else:
+            rows.append(("postgres", "-", "HEYM_DATABASE_URL", "external"))
+        for name in SERVICE_ORDER:
+            child = self.children[name]
+            address = (
+                f"http://{self.settings.http_host}:{self.settings.http_port}"
+                if name == "gateway"
+                else subjects.health(name)
+            )
+            rows.append(
+                (name, str(child.pid), address, health[name].state if name in health else "?")
+            )
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = [
+            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows
+        ]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    async def stop(self) -> None:
+        self.stopping.set()
+        await asyncio.gather(
+            *(c.stop(self.settings.shutdown_grace_s) for c in self.children.values()),
+            return_exceptions=True,
+        )
+        if self.postgres is not None:
+            await asyncio.to_thread(self.postgres.stop)
+        if self.nats is not None:
+            await asyncio.to_thread(self.nats.stop)
+
+
+async def run_stack(settings: Settings) -> int:
+    stack = Stack(settings)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stack.stopping.set)
+    watchers: list[asyncio.Task[None]] = []
+    try:
+        say(f"Starting Heym in {stack.data_dir} ...")
+        await asyncio.to_thread(stack.start_infra)
+        new_key = await stack.prepare()
+        if new_key:
+            say(f"Created the admin user; its API key (shown once, keep it): {new_key}")
+        await stack.start_services()
+        nc = await nats.connect(stack.nats_url)
+        try:
+            health = await stack.wait_healthy(nc)
+        finally:
+            await nc.close()
+        say(stack.status_table(health))
+        base = f"http://{settings.http_host}:{settings.http_port}"
+        say(
+            f"Heym is ready at {base} (OpenAPI {base}/schema, events {base}/asyncapi.json). "
+            f"Logs in {stack.data_dir / 'logs'}. Ctrl-C stops everything."
+        )
+        watchers = [
+            asyncio.create_task(watch(c, stopping=stack.stopping, on_event=say))
+            for c in stack.children.values()
+        ]
+        await stack.stopping.wait()
+        say("Stopping Heym ...")
+        return 0
+    except StackError as exc:
+        say(f"heym up failed: {exc}")
+        return 1
+    finally:
+        stack.stopping.set()
+        for w in watchers:
+            w.cancel()
+        await stack.stop()
+        say("Heym stopped.")

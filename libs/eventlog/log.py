@@ -1,0 +1,241 @@
+"""The JetStream-backed event log: append with optimistic concurrency, replay, and live tails.
+
+Writes: one `append` stores one event batch as one message, so the events of one decision
+cost one fsync. `expected_sequence` is checked by the server against the last sequence of the
+aggregate subject (`Nats-Expected-Last-Subject-Sequence`), or, with `scope`, against the last
+sequence of every subject matching `scope` (e.g. all of a run's subjects). `message_id` goes
+into `Nats-Msg-Id`, so a retried append inside the duplicate window is stored once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+
+import msgspec
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from contracts.base import Envelope, Event
+from contracts.catalog import EventCodec
+from contracts.subjects import RUN_STREAM, run_all
+from libs.eventlog.errors import ConcurrencyConflict, EventLogError, PayloadTooLarge
+from libs.eventlog.reader import read_bounded
+
+H_MSG_ID = "Nats-Msg-Id"
+H_EXPECTED = "Nats-Expected-Last-Subject-Sequence"
+H_EXPECTED_SCOPE = "Nats-Expected-Last-Subject-Sequence-Subject"
+H_CORRELATION = "Heym-Correlation-Id"
+H_CAUSATION = "Heym-Causation-Id"
+H_TRACEPARENT = "traceparent"
+H_SCHEMA = "Heym-Schema"
+SCHEMA_VERSION = "1"
+
+_WRONG_LAST = 10071
+_LAST_SEQ = re.compile(r"wrong last sequence: (\d+)")
+
+
+class Appended(msgspec.Struct, frozen=True, kw_only=True):
+    """Where an append landed; `duplicate` means the message id was already stored."""
+
+    subject: str
+    sequence: int
+    message_id: str
+    duplicate: bool
+
+
+def new_message_id() -> str:
+    return uuid.uuid4().hex
+
+
+class EventLog:
+    """Appends and reads event batches on the run stream; one per process, shared by handlers."""
+
+    def __init__(
+        self,
+        nc: NATS,
+        *,
+        codec: EventCodec | None = None,
+        stream: str = RUN_STREAM,
+        max_message_bytes: int = 8 * 1024 * 1024,
+        publish_timeout: float = 10.0,
+    ) -> None:
+        self._nc = nc
+        self._js = nc.jetstream(timeout=publish_timeout)
+        self._codec = codec or EventCodec()
+        self._stream = stream
+        self._max = max_message_bytes
+        self._timeout = publish_timeout
+
+    @property
+    def codec(self) -> EventCodec:
+        return self._codec
+
+    async def append(
+        self,
+        subject: str,
+        events: Sequence[Event],
+        *,
+        expected_sequence: int | None = None,
+        scope: str | None = None,
+        message_id: str | None = None,
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+        traceparent: str | None = None,
+    ) -> Appended:
+        if not events:
+            raise ValueError("append needs at least one event")
+        body = self._codec.encode(events)
+        if len(body) > self._max:
+            raise PayloadTooLarge(subject, len(body), self._max)
+        mid = message_id or new_message_id()
+        headers = {H_MSG_ID: mid, H_SCHEMA: SCHEMA_VERSION}
+        if expected_sequence is not None:
+            headers[H_EXPECTED] = str(expected_sequence)
+            if scope is not None:
+                headers[H_EXPECTED_SCOPE] = scope
+        if correlation_id:
+            headers[H_CORRELATION] = correlation_id
+        if causation_id:
+            headers[H_CAUSATION] = causation_id
+        if traceparent:
+            headers[H_TRACEPARENT] = traceparent
+        try:
+            ack = await self._js.publish(subject, body, headers=headers, timeout=self._timeout)
+        except nats.js.errors.APIError as exc:
+            if exc.err_code == _WRONG_LAST:
+                # The server checks the expected sequence before the duplicate window, so a
+                # writer retrying its own landed append would see a conflict with itself.
+                landed = await self._landed(subject, mid, after=expected_sequence or 0)
+                if landed is not None:
+                    return Appended(
+                        subject=subject, sequence=landed, message_id=mid, duplicate=True
+                    )
+                found = _LAST_SEQ.search(exc.description or "")
+                raise ConcurrencyConflict(
+                    subject, expected_sequence or 0, int(found.group(1)) if found else None
+                ) from None
+            raise EventLogError(f"append to {subject} refused: {exc.description}") from exc
+        except nats.errors.NoRespondersError as exc:
+            raise EventLogError(
+                f"no stream stores {subject} (is the run stream provisioned?)"
+            ) from exc
+        except nats.errors.TimeoutError as exc:
+            raise EventLogError(f"append to {subject} timed out after {self._timeout}s") from exc
+        return Appended(
+            subject=subject, sequence=ack.seq, message_id=mid, duplicate=bool(ack.duplicate)
+        )
+
+    async def _landed(self, subject: str, message_id: str, *, after: int) -> int | None:
+        """The sequence of the message with `message_id` on `subject` after `after`, if any."""
+
+        def ids(msg: Msg) -> list[tuple[int, str | None]]:
+            return [(msg.metadata.sequence.stream, (msg.headers or {}).get(H_MSG_ID))]
+
+        found = await read_bounded(self._nc, self._stream, subject, after=after, convert=ids)
+        return next((seq for seq, mid in found if mid == message_id), None)
+
+    def envelopes(self, msg: Msg) -> list[Envelope]:
+        """Decode one stream message into its envelopes (one per event in the batch)."""
+        meta = msg.metadata
+        return self.envelopes_at(
+            subject=msg.subject,
+            sequence=meta.sequence.stream,
+            recorded_at=meta.timestamp,
+            headers=msg.headers or {},
+            body=msg.data,
+        )
+
+    def envelopes_at(
+        self,
+        *,
+        subject: str,
+        sequence: int,
+        recorded_at: datetime,
+        headers: dict[str, str],
+        body: bytes,
+    ) -> list[Envelope]:
+        mid = headers.get(H_MSG_ID) or f"seq-{sequence}"
+        parts = subject.split(".")
+        run_id = parts[2] if len(parts) > 3 and parts[1] == "run" else ""
+        return [
+            Envelope(
+                event_id=f"{mid}:{i}",
+                run_id=run_id,
+                subject=subject,
+                sequence=sequence,
+                index=i,
+                recorded_at=recorded_at,
+                correlation_id=headers.get(H_CORRELATION),
+                causation_id=headers.get(H_CAUSATION),
+                traceparent=headers.get(H_TRACEPARENT),
+                event=event,
+            )
+            for i, event in enumerate(self._codec.decode(body))
+        ]
+
+    async def read(
+        self, filter_subject: str, *, after: int = 0, timeout: float = 30.0
+    ) -> list[Envelope]:
+        """Every event on `filter_subject` after stream sequence `after`, in stream order."""
+        return await read_bounded(
+            self._nc,
+            self._stream,
+            filter_subject,
+            after=after,
+            convert=self.envelopes,
+            timeout=timeout,
+        )
+
+    async def replay(self, run_id: str, *, after: int = 0) -> list[Envelope]:
+        """Every event of one run (all its aggregates), in stream order."""
+        return await self.read(run_all(run_id), after=after)
+
+    async def last_sequence(self, subject: str) -> int:
+        """The stream sequence of the last message on `subject` (wildcards allowed); 0 if none."""
+        try:
+            msg = await self._js.get_last_msg(self._stream, subject, direct=True)
+        except nats.js.errors.NotFoundError:
+            return 0
+        return msg.seq or 0
+
+    @contextlib.asynccontextmanager
+    async def tail(
+        self, filter_subject: str, *, after: int = 0
+    ) -> AsyncIterator[asyncio.Queue[Envelope]]:
+        """A live, ordered feed of events on `filter_subject` after sequence `after`.
+
+        Backed by an ordered consumer (gap detection and automatic reset are the client's), so
+        nothing is skipped; the queue is filled until the context exits.
+        """
+        queue: asyncio.Queue[Envelope] = asyncio.Queue()
+
+        async def on_msg(msg: Msg) -> None:
+            for env in self.envelopes(msg):
+                queue.put_nowait(env)
+
+        config = ConsumerConfig(opt_start_seq=after + 1) if after > 0 else None
+        sub = await self._js.subscribe(
+            filter_subject,
+            cb=on_msg,
+            ordered_consumer=True,
+            stream=self._stream,
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE if after > 0 else DeliverPolicy.ALL,
+            config=config,
+        )
+        try:
+            yield queue
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+
+def utc_from_ms(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)

@@ -1,0 +1,73 @@
+"""Conversion of evaluation results to plain JSON-able Python and to template text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import date, datetime, time
+from typing import Any
+
+from libs.expressions._dates import DotDateTime
+from libs.expressions._runtime import BoundMethod
+
+
+def to_plain(value: Any) -> Any:
+    """Unwrap engine values into dict / list / str / int / float / bool / None.
+
+    Dates become ISO-8601 strings, tuples and sets become lists, mapping keys become
+    strings, and callables (an uncalled function or method) become None.
+    """
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {k if isinstance(k, str) else stringify(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    if isinstance(value, set | frozenset):
+        items = [to_plain(v) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    if isinstance(value, DotDateTime):
+        return value.iso()
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, BoundMethod) or callable(value):
+        return None
+    return str(value)
+
+
+def to_json(value: Any) -> str:
+    """JSON text of a value, as used for objects inside templates and ``toString()``."""
+    return json.dumps(to_plain(value), ensure_ascii=False)
+
+
+def stringify(value: Any) -> str:
+    """The string form of a value in templates, ``str()`` and ``concat``-like joins.
+
+    Follows JSON spelling for the JSON types (``true``, ``null``, objects as JSON) so a
+    rendered template reads the same as the data it came from.
+    """
+    if isinstance(value, str):
+        return str(value)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, DotDateTime):
+        return value.iso()
+    if isinstance(value, Mapping | list | tuple | set | frozenset):
+        return to_json(value)
+    plain = to_plain(value)
+    return "" if plain is None else str(plain)

@@ -1,0 +1,1 @@
+"""Observability: tracing, stored-copy redaction and truncation."""

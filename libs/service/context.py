@@ -1,0 +1,112 @@
+"""`ServiceContext`: the resources one service process owns, opened and closed in its lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import msgspec
+from faststream.nats import NatsBroker
+from nats.aio.client import Client as NATS
+
+from contracts import subjects
+from contracts.health import HealthReply
+from libs.config import Settings
+from libs.db import apply_migrations, create_pool
+from libs.eventlog import EventLog, provision_run_stream
+
+VERSION = "0.1.0"
+log = logging.getLogger(__name__)
+
+
+class ServiceContext:
+    """Holds the broker, event log and pool of one service; `open()` connects, `close()` ends."""
+
+    def __init__(self, service: str, settings: Settings, *, needs_database: bool = True) -> None:
+        self.service = service
+        self.settings = settings
+        self.needs_database = needs_database
+        self.instance = f"{service}-{uuid.uuid4().hex[:8]}"
+        self.started_at_ms = int(time.time() * 1000)
+        self.state: str = "starting"
+        self.details: dict[str, str] = {}
+        self.broker = NatsBroker(
+            settings.require_nats(),
+            name=self.instance,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=1,
+            graceful_timeout=settings.shutdown_grace_s,
+            logger=logging.getLogger(f"heym.{service}.broker"),
+            # FastStream logs every message at the broker's level; keep that out of INFO.
+            log_level=logging.DEBUG,
+        )
+        self._log: EventLog | None = None
+        self._pool: asyncpg.Pool[Any] | None = None
+        self.broker.subscriber(subjects.health(service), include_in_schema=False)(self._health)
+
+    async def _health(self) -> bytes:
+        reply = HealthReply(
+            service=self.service,
+            instance=self.instance,
+            pid=os.getpid(),
+            state=self.state,  # type: ignore[arg-type]
+            started_at_ms=self.started_at_ms,
+            version=VERSION,
+            details=self.details,
+        )
+        return msgspec.json.encode(reply)
+
+    @property
+    def nc(self) -> NATS:
+        return self.broker.connection
+
+    @property
+    def event_log(self) -> EventLog:
+        if self._log is None:
+            raise RuntimeError("service context is not open")
+        return self._log
+
+    @property
+    def pool(self) -> asyncpg.Pool[Any]:
+        if self._pool is None:
+            raise RuntimeError(f"{self.service} has no database pool")
+        return self._pool
+
+    async def open(self) -> None:
+        """Connect, provision the stream and migrate (both idempotent), before subscribers start."""
+        await self.broker.connect()
+        await provision_run_stream(
+            self.nc,
+            max_message_bytes=self.settings.max_message_bytes,
+            duplicate_window_s=self.settings.duplicate_window_s,
+            replicas=self.settings.stream_replicas,
+        )
+        self._log = EventLog(self.nc, max_message_bytes=self.settings.max_message_bytes)
+        if self.needs_database:
+            self._pool = await create_pool(self.settings.require_database())
+            async with self._pool.acquire() as conn:
+                await apply_migrations(conn)
+
+    def ready(self) -> None:
+        self.state = "healthy"
+        log.info("%s ready (%s, pid %d)", self.service, self.instance, os.getpid())
+
+    async def close(self) -> None:
+        self.state = "stopping"
+        if self._pool is not None:
+            with contextlib.suppress(Exception):
+                await self._pool.close()
+            self._pool = None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await self.close()

@@ -1,0 +1,36 @@
+"""The process entry point shared by every service: settings, logging, run until a signal."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from libs.config import Settings, SettingsError, load_settings
+
+
+def configure_logging(service: str, level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level, logging.INFO),
+        format=f"%(asctime)s %(levelname)s {service} %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def run_service(service: str, main: Callable[[Settings], Coroutine[Any, Any, None]]) -> None:
+    """Read settings once, configure logging, and run `main(settings)` until it returns."""
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"{service}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    configure_logging(service, settings.log_level)
+    try:
+        asyncio.run(main(settings))
+    except KeyboardInterrupt:
+        pass
+    except SettingsError as exc:
+        logging.getLogger(service).error("%s", exc)
+        raise SystemExit(2) from None

@@ -1,0 +1,1 @@
+"""The agent runtime service: LLM and agent nodes, the event-sourced tool loop."""

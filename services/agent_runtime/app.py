@@ -1,0 +1,17 @@
+"""Composition root of the agent_runtime service: context, consumers, FastStream app."""
+
+from __future__ import annotations
+
+from faststream import FastStream
+
+from libs.config import Settings
+from libs.service import ServiceContext
+from libs.service.worker import build_app
+from services.agent_runtime import handlers
+
+SERVICE = "agent_runtime"
+
+
+def create_app(settings: Settings) -> tuple[FastStream, ServiceContext]:
+    ctx = ServiceContext(SERVICE, settings)
+    return build_app(ctx, register=handlers.register), ctx

@@ -1,0 +1,1 @@
+"""The review service: human review requests, tokens, expiry and decisions."""

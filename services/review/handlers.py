@@ -1,0 +1,30 @@
+"""The review NATS edge: its durable work consumer on `heym.run.*.sched.review`."""
+
+from __future__ import annotations
+
+import logging
+
+from nats.aio.msg import Msg
+
+from contracts import subjects
+from contracts.base import Envelope
+from libs.service import ServiceContext
+from libs.service.work import add_work_consumer
+
+log = logging.getLogger(__name__)
+
+
+def register(ctx: ServiceContext) -> None:
+    async def on_work(envelopes: list[Envelope], msg: Msg) -> None:
+        for env in envelopes:
+            log.debug("review has no handler yet for %s", type(env.event).__name__)
+
+    add_work_consumer(
+        ctx.broker,
+        service=ctx.service,
+        purpose="work",
+        subject=subjects.work_for(ctx.service),
+        event_log=lambda: ctx.event_log,
+        handle=on_work,
+        description="Scheduler decisions that dispatch work to the review service.",
+    )
