@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import asyncpg
-from asyncpg.pool import PoolConnectionProxy
+if TYPE_CHECKING:
+    import asyncpg
+    from asyncpg.pool import PoolConnectionProxy
 
-Conn: TypeAlias = asyncpg.Connection[Any] | PoolConnectionProxy[Any]
+    # asyncpg's classes are generic only in its stubs, so the alias exists for type checks only.
+    Conn: TypeAlias = asyncpg.Connection[Any] | PoolConnectionProxy[Any]
+else:
+    Conn = Any

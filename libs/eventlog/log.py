@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -24,10 +25,12 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from contracts.base import Envelope, Event
-from contracts.catalog import EventCodec
+from contracts.catalog import BatchDecodeError, EventCodec
 from contracts.subjects import RUN_STREAM, run_all
 from libs.eventlog.errors import ConcurrencyConflict, EventLogError, PayloadTooLarge
 from libs.eventlog.reader import read_bounded
+
+log = logging.getLogger(__name__)
 
 H_MSG_ID = "Nats-Msg-Id"
 H_EXPECTED = "Nats-Expected-Last-Subject-Sequence"
@@ -181,6 +184,19 @@ class EventLog:
             for i, event in enumerate(self._codec.decode(body))
         ]
 
+    def _readable(self, msg: Msg) -> list[Envelope]:
+        """Envelopes of a message, or none for a message that is no event batch.
+
+        Heym's writers only append event batches; anything else on a run subject was put there
+        by someone else and is not part of the run, so a replay skips it (loudly) instead of
+        making the run unreadable forever.
+        """
+        try:
+            return self.envelopes(msg)
+        except BatchDecodeError as exc:
+            log.warning("replay skips message %s on %s: %s", _seq(msg), msg.subject, exc)
+            return []
+
     async def read(
         self, filter_subject: str, *, after: int = 0, timeout: float = 30.0
     ) -> list[Envelope]:
@@ -190,7 +206,7 @@ class EventLog:
             self._stream,
             filter_subject,
             after=after,
-            convert=self.envelopes,
+            convert=self._readable,
             timeout=timeout,
         )
 
@@ -218,7 +234,7 @@ class EventLog:
         queue: asyncio.Queue[Envelope] = asyncio.Queue()
 
         async def on_msg(msg: Msg) -> None:
-            for env in self.envelopes(msg):
+            for env in self._readable(msg):
                 queue.put_nowait(env)
 
         config = ConsumerConfig(opt_start_seq=after + 1) if after > 0 else None
@@ -239,3 +255,10 @@ class EventLog:
 
 def utc_from_ms(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+def _seq(msg: Msg) -> str:
+    try:
+        return str(msg.metadata.sequence.stream)
+    except Exception:
+        return "?"

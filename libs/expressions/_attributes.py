@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,14 +22,14 @@ _NO_PROPERTIES: dict[str, Callable[[Any], Any]] = {}
 
 
 def _snake_case(name: str) -> str:
-    return "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in name)
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
 def _with_snake_aliases(methods: dict[str, MethodImpl]) -> dict[str, MethodImpl]:
     """Add ``to_iso`` style spellings next to ``toISO`` ones, as the original engine had."""
     aliased = dict(methods)
     for name, impl in methods.items():
-        aliased.setdefault(_snake_case(name).replace("_i_s_o", "_iso"), impl)
+        aliased.setdefault(_snake_case(name), impl)
     return aliased
 
 

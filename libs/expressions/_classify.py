@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from libs.expressions._evaluator import parses
 from libs.expressions._rewrite import has_top_level_ternary
+from libs.expressions._sandbox import parses
 from libs.expressions._scanner import Span, find_spans, nesting_depth_at, split_segments
 
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
@@ -14,6 +14,11 @@ _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 _SYMBOLIC_OPERATOR_RE = re.compile(r"!=|==|<=|>=|&&|\|\||[<>+\-*/%?]")
 _ARITHMETIC_OPERATORS = frozenset("+-*/%")
 _PROBE_NAME = "_heym_probe"
+_WORD_RE = re.compile(r"[A-Za-z_]\w*")
+_CODE_WORDS = frozenset(
+    {_PROBE_NAME, "and", "or", "not", "in", "is", "if", "else", "true", "false", "null"}
+    | {"None", "True", "False", "undefined"}
+)
 
 
 def _probe(text: str, spans: list[Span]) -> str:
@@ -57,7 +62,7 @@ def has_arithmetic(text: str) -> bool:
     for span in find_spans(text):
         # Only spaces and tabs may sit between: "- $a\n- $b" is a markdown list.
         rest = text[span.end :].lstrip(" \t")
-        if rest[:1] in _ARITHMETIC_OPERATORS and rest[:1]:
+        if rest[:1] in _ARITHMETIC_OPERATORS:
             return True
     return False
 
@@ -77,3 +82,15 @@ def is_code_like(text: str) -> bool:
     probe = _probe(trimmed, spans)
     glue = "".join(chunk for is_string, chunk in split_segments(probe) if not is_string)
     return bool(_SYMBOLIC_OPERATOR_RE.search(glue)) and parses(probe)
+
+
+def has_prose_words(text: str) -> bool:
+    """True when words other than keywords and literals sit between the `$` spans.
+
+    "$a.count + 1" is all code; "$user.name - boss" has the word "boss", so when it
+    fails as arithmetic it reads as a sentence rather than a broken expression.
+    """
+    trimmed = text.strip()
+    probe = _probe(trimmed, find_spans(trimmed, code=True))
+    glue = " ".join(chunk for is_string, chunk in split_segments(probe) if not is_string)
+    return any(word not in _CODE_WORDS for word in _WORD_RE.findall(glue))

@@ -46,7 +46,7 @@ def _zone(name: str) -> tzinfo:
 
 
 def _first_input(direct_inputs: Mapping[str, Any]) -> Any:
-    first = next(iter(direct_inputs.values()), {})
+    first: Any = next(iter(direct_inputs.values()), {})
     return first if isinstance(first, Mapping) else {"value": first}
 
 

@@ -1,8 +1,7 @@
-"""The sandboxed evaluator: simpleeval wired to the language's names, values and limits."""
+"""Evaluation sessions: nested `$` spans, item expressions and the null fallback."""
 
 from __future__ import annotations
 
-import ast
 import re
 import types
 import uuid
@@ -12,20 +11,13 @@ from functools import lru_cache
 from random import Random
 from typing import Any
 
-from simpleeval import (
-    DISALLOW_FUNCTIONS,
-    EvalWithCompoundTypes,
-    FeatureNotAvailable,
-    NameNotDefined,
-)
-
-from libs.expressions._attributes import resolve_attribute
 from libs.expressions._context import ExpressionContext
 from libs.expressions._functions import CONDITION_FUNCTIONS, Function, item_concat
 from libs.expressions._paths import resolve_path
 from libs.expressions._plain import stringify
-from libs.expressions._rewrite import rewrite_code, unalias
-from libs.expressions._runtime import BoundMethod, MissingAttributeError
+from libs.expressions._rewrite import unalias
+from libs.expressions._runtime import MissingAttributeError
+from libs.expressions._sandbox import Budget, parses, sandbox_for
 from libs.expressions._scanner import find_spans
 from libs.expressions.errors import ExpressionError, ExpressionNestingError, check_length
 
@@ -34,78 +26,42 @@ _CONDITION_NAMES: Mapping[str, Any] = types.MappingProxyType(
     {"None": None, "null": None, "undefined": None, "true": True, "false": False}
 )
 _ITEM_WORD_RE = re.compile(r"\bitem\b")
+# "- item.title" parses as a negation, but a leading bullet and a space mean a text line.
+_BULLET_RE = re.compile(r"^[-*+•]\s")
 _ITEM_PATH_RE = re.compile(r"\bitem(?:\.[A-Za-z_]\w*|\[[^\]]*\])*")
 
 
-@lru_cache(maxsize=4096)
-def parse(code: str) -> ast.expr:
-    """Parse rewritten expression text once; workflows re-evaluate the same fields a lot."""
-    return ast.parse(code, mode="eval").body
-
-
-def parses(code: str) -> bool:
-    try:
-        parse(rewrite_code(code))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+@lru_cache(maxsize=1024)
+def _is_item_pattern(text: str) -> bool:
+    """True for text patterns like `- item.title (item.year)`: item paths get filled in."""
+    if "$" in text or not _ITEM_WORD_RE.search(text):
         return False
-    return True
+    return bool(_BULLET_RE.match(text)) or not parses(text)
 
 
-class _HeymEval(EvalWithCompoundTypes):  # type: ignore[misc]
-    """simpleeval with the language's name lookup, attribute table and subscripts."""
+class _Overlay(Mapping[str, Any]):
+    """``names`` plus a settable ``item``, without copying the whole context per item."""
 
-    def __init__(self, session: Session) -> None:
-        super().__init__(functions=dict(session.functions), names={})
-        # EvalWithCompoundTypes installs Python's list/dict/... constructors; ours win.
-        self.functions = session.functions
-        self._session = session
+    def __init__(self, names: Mapping[str, Any]) -> None:
+        self._names = names
+        self.item: Any = None
 
-    def _eval_name(self, node: ast.Name) -> Any:
-        try:
-            return self._session.lookup(node.id)
-        except MissingAttributeError:
-            raise NameNotDefined(unalias(node.id), self.expr) from None
+    def __getitem__(self, name: str) -> Any:
+        return self.item if name == "item" else self._names[name]
 
-    def _eval_attribute(self, node: ast.Attribute) -> Any:
-        # Only the engine's own tables are consulted (never getattr), so no Python
-        # internals are reachable, and simpleeval's `.format` ban does not hit dates.
-        return resolve_attribute(self._eval(node.value), node.attr, self._session)
+    def __contains__(self, name: object) -> bool:
+        return name == "item" or name in self._names
 
-    def _eval_subscript(self, node: ast.Subscript) -> Any:
-        container = self._eval(node.value)
-        key = self._eval(node.slice)
-        if isinstance(container, Mapping):
-            return container.get(key)
-        if isinstance(container, list | tuple | str):
-            if isinstance(key, slice):
-                return container[key]
-            if isinstance(key, int) and not isinstance(key, bool):
-                return container[key] if -len(container) <= key < len(container) else None
-        raise TypeError(f"cannot index {type(container).__name__} with {key!r}")
+    def __iter__(self) -> Iterator[str]:
+        yield "item"
+        yield from (k for k in self._names if k != "item")
 
-    def _eval_formattedvalue(self, node: ast.FormattedValue) -> Any:
-        # Format specs such as `{x:>999999999}` allocate unbounded strings.
-        if node.format_spec is not None:
-            raise FeatureNotAvailable("format specifications are not supported")
-        return stringify(self._eval(node.value))
-
-    def _check_disallowed_items(self, item: Any) -> None:
-        # Values are JSON data or built by the engine's own tables, so simpleeval's deep
-        # walk of every container after every step is pure cost; a shallow check remains.
-        if isinstance(item, types.ModuleType):
-            raise FeatureNotAvailable("modules are not allowed")
-        if isinstance(item, BoundMethod) or not callable(item):
-            return
-        try:
-            forbidden = item in DISALLOW_FUNCTIONS
-        except TypeError:
-            forbidden = False
-        if forbidden:
-            raise FeatureNotAvailable("this function is forbidden")
+    def __len__(self) -> int:
+        return len(self._names) + (0 if "item" in self._names else 1)
 
 
 class Session:
-    """One evaluation pass over a context: names, functions, placeholders and depth."""
+    """One evaluation over a context: names, functions, resolved spans, depth, budget."""
 
     def __init__(
         self,
@@ -115,15 +71,19 @@ class Session:
         *,
         depth: int = 0,
         span_source: Session | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.ctx = ctx
         self.names = names
         self.functions = functions
+        self.budget = budget or Budget()
         self._depth = depth
         # Spans inside a condition resolve against the full context even though the
         # condition's own code only sees the tiny builtin set.
         self._span_source = span_source
         self._bound: dict[str, Any] = {}
+        self._item_scope: tuple[Session, _Overlay] | None = None
+        self._item_scope_busy = False
 
     @classmethod
     def for_context(cls, ctx: ExpressionContext) -> Session:
@@ -132,7 +92,7 @@ class Session:
     @classmethod
     def for_condition(cls, ctx: ExpressionContext) -> Session:
         full = cls.for_context(ctx)
-        return cls(ctx, _CONDITION_NAMES, CONDITION_FUNCTIONS, span_source=full)
+        return cls(ctx, _CONDITION_NAMES, CONDITION_FUNCTIONS, span_source=full, budget=full.budget)
 
     @property
     def rng(self) -> Random:
@@ -159,7 +119,7 @@ class Session:
         if self._depth >= MAX_NESTING:
             raise ExpressionNestingError(f"expressions nest deeper than {MAX_NESTING} levels")
         chosen = self.names if names is None else names
-        return Session(self.ctx, chosen, self.functions, depth=self._depth + 1)
+        return Session(self.ctx, chosen, self.functions, depth=self._depth + 1, budget=self.budget)
 
     def evaluate_span(self, span: str) -> Any:
         """Typed value of one `$…` span; a bare `$input` is the first direct input."""
@@ -183,8 +143,8 @@ class Session:
         return self._run(self._substitute_spans(text))
 
     def _run(self, code: str) -> Any:
-        rewritten = rewrite_code(code)
-        return _HeymEval(self).eval(rewritten, previously_parsed=parse(rewritten))
+        with sandbox_for(self) as sandbox:
+            return sandbox.run(code)
 
     def _substitute_spans(self, text: str) -> str:
         check_length(text)
@@ -214,36 +174,38 @@ class Session:
         """A `.map` / `.filter` / `.sort` expression string evaluated for one item."""
         if not isinstance(expr, str):
             raise TypeError("item expressions must be strings")
-        scope = self._child(_Overlay(self.names, "item", item))
-        scope.functions = {**self.functions, "concat": item_concat(scope.evaluate)}
-        text = expr.strip()
-        # "- item.title (item.year)" is a text pattern, not code: fill in the item paths.
-        if _ITEM_WORD_RE.search(text) and "$" not in text and not parses(text):
-            return _ITEM_PATH_RE.sub(lambda m: _item_text(scope.evaluate(m.group(0))), text)
-        return scope.evaluate(text)
+        if self._item_scope_busy:
+            # Re-entered while the shared scope is mid-evaluation: use a private one.
+            return _eval_in_scope(*self._new_item_scope(), expr, item)
+        if self._item_scope is None:
+            self._item_scope = self._new_item_scope()
+        # One scope serves every item of a .map(), instead of one per item.
+        self._item_scope_busy = True
+        try:
+            return _eval_in_scope(*self._item_scope, expr, item)
+        finally:
+            self._item_scope_busy = False
+
+    def _new_item_scope(self) -> tuple[Session, _Overlay]:
+        overlay = _Overlay(self.names)
+        scope = self._child(overlay)
+        # concat resolves its 'item.x' arguments in a fresh child: the scope itself is
+        # mid-evaluation when concat runs.
+        scope.functions = {
+            **self.functions,
+            "concat": item_concat(lambda path: scope._child().evaluate(path)),
+        }
+        return scope, overlay
+
+
+def _eval_in_scope(scope: Session, overlay: _Overlay, expr: str, item: Any) -> Any:
+    overlay.item = item
+    scope._bound.clear()
+    text = expr.strip()
+    if _is_item_pattern(text):
+        return _ITEM_PATH_RE.sub(lambda m: _item_text(scope.evaluate(m.group(0))), text)
+    return scope.evaluate(text)
 
 
 def _item_text(value: Any) -> str:
     return "" if value is None else stringify(value)
-
-
-class _Overlay(Mapping[str, Any]):
-    """``names`` plus one extra name, without copying the whole context per item."""
-
-    def __init__(self, names: Mapping[str, Any], key: str, value: Any) -> None:
-        self._names = names
-        self._key = key
-        self._value = value
-
-    def __getitem__(self, name: str) -> Any:
-        return self._value if name == self._key else self._names[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name == self._key or name in self._names
-
-    def __iter__(self) -> Iterator[str]:
-        yield self._key
-        yield from (k for k in self._names if k != self._key)
-
-    def __len__(self) -> int:
-        return len(self._names) + (0 if self._key in self._names else 1)

@@ -15,7 +15,7 @@ def to_plain(value: Any) -> Any:
     """Unwrap engine values into dict / list / str / int / float / bool / None.
 
     Dates become ISO-8601 strings, tuples and sets become lists, mapping keys become
-    strings, and callables (an uncalled function or method) become None.
+    strings, an uncalled zero-argument method is called, other callables become None.
     """
     if value is None or type(value) in (str, int, float, bool):
         return value
@@ -41,7 +41,10 @@ def to_plain(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
-    if isinstance(value, BoundMethod) or callable(value):
+    if isinstance(value, BoundMethod) and value.takes_no_arguments():
+        # `$s.upper` without parentheses reads as the zero-argument call.
+        return to_plain(value())
+    if callable(value):
         return None
     return str(value)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from libs.expressions._scanner import QUOTES, skip_string, split_segments
 
@@ -74,8 +75,8 @@ def _rewrite_tokens(code: str) -> str:
 
 
 def _is_optional_chain(code: str, index: int) -> bool:
-    nxt = code[index + 1] if index + 1 < len(code) else ""
-    return nxt == "[" or (nxt == "." and index + 2 < len(code) and code[index + 2].isalpha())
+    after = code[index + 1 : index + 3]
+    return len(after) == 2 and after[0] == "." and (after[1] == "[" or after[1].isalpha())
 
 
 def _find_top_level(code: str, start: int, target: str) -> int:
@@ -125,11 +126,12 @@ def _drop_optional_chaining(code: str) -> str:
     out: list[str] = []
     for is_string, chunk in split_segments(code):
         if not is_string:
-            chunk = re.sub(r"\?(?=\.[A-Za-z_]|\[)", "", chunk)
+            chunk = re.sub(r"\?\.(?=\[)|\?(?=\.[A-Za-z_])", "", chunk)
         out.append(chunk)
     return "".join(out)
 
 
+@lru_cache(maxsize=4096)
 def rewrite_code(code: str) -> str:
     """All rewrites needed before handing expression text to the Python parser."""
     return rewrite_ternary(_drop_optional_chaining(_rewrite_tokens(code.strip())))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 QUOTES = "'\""
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = frozenset(")]}")
+_IDENT_RUN = re.compile(r"\w*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +70,7 @@ def skip_group(text: str, start: int) -> int | None:
 def _span_end(text: str, i: int) -> int:
     """Extend a span whose identifier starts at ``i`` over dotted names and groups."""
     n = len(text)
-    while i < n and is_ident_char(text[i]):
-        i += 1
+    i = _IDENT_RUN.match(text, i).end()  # type: ignore[union-attr]  # \w* always matches
     while i < n:
         ch = text[i]
         if ch in "([":
@@ -80,9 +82,7 @@ def _span_end(text: str, i: int) -> int:
         # A dot only continues the span when a name follows it, so the full stop in
         # "Hello $user.name." stays text instead of being swallowed by the reference.
         if ch == "." and i + 1 < n and is_ident_char(text[i + 1]):
-            i += 1
-            while i < n and is_ident_char(text[i]):
-                i += 1
+            i = _IDENT_RUN.match(text, i + 1).end()  # type: ignore[union-attr]
             continue
         break
     return i
@@ -95,6 +95,14 @@ def find_spans(text: str, *, code: bool = False) -> list[Span]:
     are skipped (a ``$`` inside quotes is data); in template mode quotes are ordinary
     text, because prose such as "Don't forget $name" has unpaired apostrophes.
     """
+    if "$" not in text:
+        return []
+    return list(_find_spans(text, code))
+
+
+# Field texts repeat on every run of a node, and the mode heuristics scan them twice.
+@lru_cache(maxsize=4096)
+def _find_spans(text: str, code: bool) -> tuple[Span, ...]:
     spans: list[Span] = []
     i = 0
     n = len(text)
@@ -109,7 +117,7 @@ def find_spans(text: str, *, code: bool = False) -> list[Span]:
             i = end
             continue
         i += 1
-    return spans
+    return tuple(spans)
 
 
 def split_segments(code: str) -> list[tuple[bool, str]]:

@@ -48,6 +48,10 @@ class ExpressionNestingError(ExpressionError):
     """Nested ``$`` spans or item expressions go deeper than the engine allows."""
 
 
+class ExpressionWorkLimitError(ExpressionError):
+    """One evaluation did more steps than the engine allows (e.g. nested ``.map`` loops)."""
+
+
 def check_length(expression: str) -> None:
     """Reject an expression over the length cap before any parsing work is done."""
     if len(expression) > MAX_EXPRESSION_LENGTH:

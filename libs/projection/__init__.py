@@ -2,4 +2,4 @@
 
 from libs.projection.runner import ProjectionRunner, Projector, projection_position
 
-__all__ = ["ProjectionRunner", "Projector", "projection_position"]
+__all__ = ["ProjectionRunner", "Projector", "StatementBatch", "projection_position"]

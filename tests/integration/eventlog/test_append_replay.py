@@ -181,3 +181,11 @@ def test_servers_older_than_2_12_are_refused() -> None:
     with pytest.raises(ServerTooOld, match=r"2\.9\.10"):
         check_version((2, 9, 10))
     check_version((2, 12, 0))
+
+
+async def test_replay_skips_messages_that_are_not_event_batches(
+    nc: NATS, event_log: EventLog, run_id: str
+) -> None:
+    await nc.jetstream().publish(subjects.node(run_id, "n1"), b"\x00 not json")
+    await event_log.append(subjects.node(run_id, "n1"), [started(1)])
+    assert [e.event for e in await event_log.replay(run_id)] == [started(1)]

@@ -1,0 +1,28 @@
+"""`task bench`: run every benchmark, print one table, optionally write JSON (HEYM_BENCH_OUT)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+from tests.bench import eventlog_bench
+from tests.bench.harness import Figure, report, write_json
+
+SUITES = {"eventlog": eventlog_bench.run}
+
+
+async def main(selected: list[str]) -> None:
+    figures: list[Figure] = []
+    for name, suite in SUITES.items():
+        if selected and name not in selected:
+            continue
+        print(f"running {name} benchmarks ...", file=sys.stderr, flush=True)
+        figures.extend(await suite())
+    print(report(figures))
+    write_json(figures)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING)
+    asyncio.run(main(sys.argv[1:]))

@@ -1,0 +1,108 @@
+"""`heym up` end to end: health over HTTP, restart of a dead service, poison messages,
+a clean Ctrl-C, and a second start that finds the first one's data."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import uuid
+from pathlib import Path
+
+import httpx
+import nats
+import pytest
+from nats.js.api import ConsumerInfo
+
+from contracts import subjects
+from contracts.runs import RunStarted
+from libs.eventlog import EventLog
+from libs.testing.eventually import eventually
+from tests.e2e.stack import heym_up, pid_alive
+
+pytestmark = pytest.mark.e2e
+
+API_KEY = "heym_e2e_" + uuid.uuid4().hex
+
+
+async def healthy(base_url: str) -> dict[str, object]:
+    async with httpx.AsyncClient() as client:
+        r = await client.get(f"{base_url}/api/health", timeout=5)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["status"] == "ok"
+    assert {name: s["state"] for name, s in body["services"].items()} == {
+        name: "healthy" for name in subjects.SERVICES
+    }
+    return body
+
+
+async def consumer(nc: nats.NATS, durable: str) -> ConsumerInfo:
+    return await nc.jetstream().consumer_info(subjects.RUN_STREAM, durable)
+
+
+async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    run_id = uuid.uuid4().hex
+    async with heym_up(data_dir, API_KEY) as stack:
+        body = await healthy(stack.base_url)
+        assert len(body["services"]) == 5  # type: ignore[arg-type]
+        assert set(stack.pids) == {"nats", "postgres", *subjects.SERVICES}
+
+        nc = await nats.connect(stack.nats_url)
+        try:
+            # Poison: bytes that are no event batch, on every worker's work subject and on the
+            # scheduler's feed. Each is rejected once (terminated), never redelivered.
+            js = nc.jetstream()
+            for service in ("agent_runtime", "tool_sandbox", "review"):
+                await js.publish(subjects.run_decisions(run_id, service), b"\x00 not json")
+            await js.publish(subjects.run_commands(run_id), b'{"type": "oops"}')
+
+            async def all_rejected() -> bool:
+                for durable in (
+                    "agent_runtime-work",
+                    "tool_sandbox-work",
+                    "review-work",
+                    "scheduler-runs",
+                ):
+                    info = await consumer(nc, durable)
+                    assert info.num_ack_pending == 0, (durable, info)
+                    assert info.num_redelivered == 0, (durable, info)
+                    assert info.delivered.stream_seq >= 1, (durable, info)
+                return True
+
+            await eventually(all_rejected, timeout=15, message="poison messages rejected")
+            await healthy(stack.base_url)
+            for service in ("agent_runtime", "tool_sandbox", "review", "scheduler"):
+                log = (data_dir / "logs" / f"{service}.log").read_text()
+                assert "rejects a malformed message" in log, service
+
+            # an acknowledged event, to be found by the next start
+            await EventLog(nc).append(
+                subjects.node(run_id, "n1"), [RunStarted(workflow_id="persisted", started_at_ms=1)]
+            )
+        finally:
+            await nc.close()
+
+        # a service that dies is reported and restarted
+        os.kill(stack.pids["scheduler"], signal.SIGKILL)
+        await stack.lines_until("scheduler restarted", timeout=30)
+        await eventually(lambda: healthy(stack.base_url), timeout=30, message="healthy again")
+        stack.process.send_signal(signal.SIGINT)
+        await stack.lines_until("Heym stopped.", timeout=60)
+        assert await asyncio.wait_for(stack.process.wait(), 30) == 0
+        pids = dict(stack.pids)
+
+    leftovers = {name: pid for name, pid in pids.items() if name != "scheduler" and pid_alive(pid)}
+    assert not leftovers, f"processes left behind after Ctrl-C: {leftovers}"
+
+    # The second start finds the first one's data: the event log and the admin's API key.
+    async with heym_up(data_dir, API_KEY) as stack:
+        await healthy(stack.base_url)
+        assert not any("Created the admin user" in line for line in stack.output)
+        nc = await nats.connect(stack.nats_url)
+        try:
+            events = await EventLog(nc).replay(run_id)
+        finally:
+            await nc.close()
+        assert [e.event for e in events] == [RunStarted(workflow_id="persisted", started_at_ms=1)]

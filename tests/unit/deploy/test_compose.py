@@ -1,0 +1,47 @@
+"""docker-compose.yml stays in step with services/ (Docker does not run here, so it is read)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def service_packages() -> set[str]:
+    return {p.parent.name for p in (ROOT / "services").glob("*/__main__.py")}
+
+
+def test_every_service_is_deployed_with_its_environment() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    deployed = compose["services"]
+    assert service_packages() == {"gateway", "scheduler", "agent_runtime", "tool_sandbox", "review"}
+    for name in service_packages():
+        svc = deployed.get(name)
+        assert svc is not None, f"{name} is missing from docker-compose.yml"
+        assert svc["build"]["args"]["SERVICE"] == name
+        env = svc["environment"]
+        assert env["HEYM_NATS_URL"].startswith("nats://nats:")
+        assert env["HEYM_DATABASE_URL"].startswith("postgresql://")
+        assert set(svc["depends_on"]) == {"nats", "postgres"}
+    assert deployed["gateway"]["environment"]["HEYM_HTTP_HOST"] == "0.0.0.0"
+
+
+def test_nats_is_durable_and_recent() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    nats = compose["services"]["nats"]
+    version = nats["image"].split(":")[1].split("-")[0]
+    assert tuple(int(x) for x in version.split(".")[:2]) >= (2, 12)
+    conf = (ROOT / "infra" / "nats.conf").read_text()
+    assert "sync_interval: always" in conf
+    assert "jetstream" in conf
+
+
+def test_dockerfile_builds_one_service_by_argument() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "ARG SERVICE" in dockerfile
+    assert "python -m services.${HEYM_SERVICE}" in dockerfile
