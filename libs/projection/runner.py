@@ -56,6 +56,23 @@ async def projection_position(conn: Conn, name: str) -> int:
     return int(value or 0)
 
 
+class _Feed:
+    """Messages pushed by the consumer, in delivery order, waiting to be applied."""
+
+    def __init__(self, nc: NATS) -> None:
+        self._nc = nc
+        self.buffer: list[Msg] = []
+        self.arrived = asyncio.Event()
+
+    async def on_msg(self, msg: Msg) -> None:
+        if not msg.data and (msg.headers or {}).get("Status") == "100":
+            if msg.reply:  # flow control asks for a reply; idle heartbeats do not
+                await self._nc.publish(msg.reply)
+            return
+        self.buffer.append(msg)
+        self.arrived.set()
+
+
 class _BatchFailed(Exception):
     """A batch's transaction failed; the runner rebuilds its consumer from the stored position."""
 
@@ -150,39 +167,29 @@ class ProjectionRunner:
         while not self._stopping.is_set():
             async with self._pool.acquire() as conn:
                 self.position = await projection_position(conn, self.name)
-            buffer: list[Msg] = []
-            arrived = asyncio.Event()
-
-            async def on_msg(msg: Msg) -> None:
-                if not msg.data and (msg.headers or {}).get("Status") == "100":
-                    if msg.reply:  # flow control asks for a reply; heartbeats do not
-                        await self._nc.publish(msg.reply)
-                    return
-                buffer.append(msg)
-                arrived.set()
-
+            feed = _Feed(self._nc)
             inbox = self._nc.new_inbox()
             sub = await self._nc.subscribe(
-                inbox, cb=on_msg, pending_msgs_limit=-1, pending_bytes_limit=-1
+                inbox, cb=feed.on_msg, pending_msgs_limit=-1, pending_bytes_limit=-1
             )
             try:
                 await self._ensure_consumer(self.position, inbox)
-                await self._drain(buffer, arrived)
+                await self._drain(feed)
             except _BatchFailed:
                 await asyncio.sleep(1.0)  # then rebuild from the stored position
             finally:
                 with contextlib.suppress(Exception):
                     await sub.unsubscribe()
 
-    async def _drain(self, buffer: list[Msg], arrived: asyncio.Event) -> None:
+    async def _drain(self, feed: _Feed) -> None:
         while not self._stopping.is_set():
-            if not buffer:
-                arrived.clear()
+            if not feed.buffer:
+                feed.arrived.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(arrived.wait(), self._idle_wait)
+                    await asyncio.wait_for(feed.arrived.wait(), self._idle_wait)
                 continue
-            msgs = buffer[: self._batch]
-            del buffer[: len(msgs)]
+            msgs = feed.buffer[: self._batch]
+            del feed.buffer[: len(msgs)]
             try:
                 await self._apply_batch(msgs)
             except Exception as exc:

@@ -13,6 +13,7 @@ from contracts.runs import RunCompleted, RunRequested, RunStarted
 from libs.db import apply_migrations, create_pool
 from libs.eventlog import EventLog
 from libs.projection import ProjectionRunner
+from libs.testing.eventually import eventually
 from services.scheduler.projection import RunSummaryProjector
 from tests.bench.harness import Figure, bench_nats, bench_postgres, latency, rate
 
@@ -103,8 +104,7 @@ async def projector_throughput(runs: int) -> Figure:
             runner = ProjectionRunner(nc, pool, RunSummaryProjector(), event_log=log)
             t = time.perf_counter()
             task = asyncio.create_task(runner.run())
-            while runner.position < last:
-                await asyncio.sleep(0.005)
+            await eventually(lambda: runner.position >= last, timeout=600, interval=0.005)
             elapsed = time.perf_counter() - t
             runner.stop()
             await task
