@@ -15,9 +15,10 @@ from typing import Any
 import msgspec
 
 from contracts.base import Event, UnknownEvent
+from contracts.nodes import NODE_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
 
-EVENT_TYPES: tuple[type[Event], ...] = (*RUN_LIFECYCLE_EVENTS,)
+EVENT_TYPES: tuple[type[Event], ...] = (*RUN_LIFECYCLE_EVENTS, *NODE_EVENTS)
 
 
 class BatchDecodeError(ValueError):
@@ -78,7 +79,22 @@ class Channel(msgspec.Struct, frozen=True, kw_only=True):
 
 def channels() -> tuple[Channel, ...]:
     """The public event contract, channel by channel (rendered as AsyncAPI by the gateway)."""
-    from contracts.runs import CancelRequested, RunCompleted, RunRequested, RunStarted
+    from contracts.nodes import (
+        ChildRunStarted,
+        NodeAttemptFailed,
+        NodeCompleted,
+        NodeDispatched,
+        NodeRetryScheduled,
+        TimerFired,
+        TimerScheduled,
+    )
+    from contracts.runs import (
+        CancelRequested,
+        RunCompleted,
+        RunOutputReady,
+        RunRequested,
+        RunStarted,
+    )
 
     return (
         Channel(
@@ -96,6 +112,32 @@ def channels() -> tuple[Channel, ...]:
                 "The scheduler's decisions, one event batch per decision. The last token names "
                 "the service that has to act on the batch (`none` when no service does)."
             ),
-            events=(RunStarted, RunCompleted),
+            events=(
+                RunStarted,
+                NodeDispatched,
+                NodeCompleted,
+                NodeRetryScheduled,
+                TimerScheduled,
+                ChildRunStarted,
+                RunOutputReady,
+                RunCompleted,
+            ),
+        ),
+        Channel(
+            name="node-results",
+            address="heym.run.{run_id}.node.{invocation_id}",
+            writer="executing service (agent_runtime, tool_sandbox, scheduler for child runs)",
+            description=(
+                "One node invocation's own history, ending with NodeCompleted or "
+                "NodeAttemptFailed."
+            ),
+            events=(NodeCompleted, NodeAttemptFailed),
+        ),
+        Channel(
+            name="run-timers",
+            address="heym.run.{run_id}.timer",
+            writer="NATS (scheduled messages set by the scheduler)",
+            description="Durable timers firing: retry back-off and wait nodes.",
+            events=(TimerFired,),
         ),
     )

@@ -18,6 +18,17 @@ class ParentLink(msgspec.Struct, frozen=True, kw_only=True):
     invocation_id: str
     node_id: str
     wait: bool = True
+    # "execute" for an Execute node, "agent" for an agent's call_sub_workflow tool.
+    via: str = "execute"
+
+
+class WorkflowSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """A workflow as it was when a run started; children run from these, never from later edits."""
+
+    id: str
+    name: str = ""
+    nodes: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    edges: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 class RunRequested(Event, tag="run.requested", frozen=True):
@@ -35,6 +46,10 @@ class RunRequested(Event, tag="run.requested", frozen=True):
     parent: ParentLink | None = None
     depth: int = 0
     requested_at_ms: int = 0
+    # Every workflow reachable through Execute nodes or agents' sub-workflows, by id.
+    workflow_cache: dict[str, WorkflowSnapshot] = msgspec.field(default_factory=dict)
+    timezone: str = "UTC"
+    traceparent: str | None = None
 
 
 class CancelRequested(Event, tag="run.cancel_requested", frozen=True):
@@ -44,6 +59,14 @@ class CancelRequested(Event, tag="run.cancel_requested", frozen=True):
 class RunStarted(Event, tag="run.started", frozen=True):
     workflow_id: str
     started_at_ms: int
+
+
+class RunOutputReady(Event, tag="run.output_ready", frozen=True):
+    """An `output` node with `allowDownstream` succeeded: callers waiting on the run may answer
+    with these outputs now; the run goes on."""
+
+    node_id: str
+    outputs: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class RunCompleted(Event, tag="run.completed", frozen=True):
@@ -57,10 +80,10 @@ class RunCompleted(Event, tag="run.completed", frozen=True):
     finished_at_ms: int = 0
 
 
-RunLifecycleEvent = RunRequested | CancelRequested | RunStarted | RunCompleted
 RUN_LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     RunRequested,
     CancelRequested,
     RunStarted,
+    RunOutputReady,
     RunCompleted,
 )

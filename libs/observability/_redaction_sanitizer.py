@@ -24,8 +24,8 @@ CYCLE = "[CYCLE]"
 # are parsed so the secrets inside are found by key, then re-serialised.
 JSON_STRING_KEYS = frozenset({"args", "arguments", "result", "tool_arguments"})
 # A secret straddling the truncation point must still be recognised, so masking looks a
-# little past the cut (a PEM block is the longest common secret).
-_MASK_LOOKAHEAD = 8192
+# little past the cut (an unterminated PEM block is masked to the end anyway).
+_MASK_LOOKAHEAD = 2048
 # Larger JSON strings are masked as plain text rather than parsed.
 _MAX_PARSED_CHARS = 4 * 1024 * 1024
 
@@ -106,7 +106,12 @@ class Sanitizer:
 
     def text(self, text: str) -> str:
         limit = self.limits.max_string
-        return truncate(mask_text(text[: limit + _MASK_LOOKAHEAD]), limit)
+        window = text[: limit + _MASK_LOOKAHEAD]
+        masked = mask_text(window)
+        if len(window) < len(text):
+            # Masking may have shortened the window; the text was still cut.
+            return masked[:limit] + TRUNCATED
+        return truncate(masked, limit)
 
     def field(self, key: Any, value: Any, depth: int = 0) -> Any:
         """The sanitised value stored under `key` in a mapping at `depth`."""

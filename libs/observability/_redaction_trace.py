@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from libs.observability._redaction_budget import (
@@ -13,7 +13,14 @@ from libs.observability._redaction_budget import (
     keep_leading,
     sanitize_record,
 )
-from libs.observability._redaction_sanitizer import PAYLOAD_TRUNCATED, Sanitizer, measure
+from libs.observability._redaction_sanitizer import (
+    PAYLOAD_TRUNCATED,
+    TRUNCATED,
+    Sanitizer,
+    measure,
+)
+
+_Handler = Callable[[Any], Any]
 
 
 class _Slot:
@@ -38,7 +45,7 @@ class _Frame:
         self.records.append(record)
         return _Slot(record)
 
-    def mapping(self, value: Mapping[Any, Any], handlers: Mapping[str, Any]) -> dict[str, Any]:
+    def mapping(self, value: Mapping[Any, Any], handlers: Mapping[str, _Handler]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, item in value.items():
             handler = handlers.get(str(key))
@@ -46,13 +53,13 @@ class _Frame:
             out[name] = handler(item) if handler is not None else self.sanitizer.field(key, item)
         return out
 
-    def items(self, value: Any, each: Any) -> Any:
+    def items(self, value: Any, each: _Handler) -> Any:
         if not isinstance(value, list | tuple):
             return self.sanitizer.value(value)
         limit = self.sanitizer.limits.max_items
         kept = [each(item) for item in value[:limit]]
         if len(value) > limit:
-            kept.append(f"{PAYLOAD_TRUNCATED} {len(value) - limit} more items")
+            kept.append(f"{TRUNCATED} {len(value) - limit} more items")
         return kept
 
     def payload(self, value: Mapping[Any, Any]) -> dict[str, Any]:
@@ -69,7 +76,7 @@ class _Frame:
     def response(self, value: Any) -> Any:
         if not isinstance(value, Mapping):
             return self.sanitizer.value(value)
-        handlers = {
+        handlers: dict[str, _Handler] = {
             "tool_calls": lambda v: self.items(v, self.slot),
             "_hitl_pending": self.slot,
             "message": self.message,

@@ -3,6 +3,7 @@ payload schemas (FastStream derives schemas from pydantic models; Heym's events 
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Any
 
@@ -25,7 +26,7 @@ def event_contract() -> dict[str, Any]:
     chans = channels()
     for ch in chans:
         broker.publisher(
-            ch.address.replace("{run_id}", "*").replace("{service}", "*"),
+            re.sub(r"\{[^}]+\}", "*", ch.address),
             title=ch.name,
             description=f"{ch.description} Written by the {ch.writer}.",
         )
