@@ -92,6 +92,7 @@ class ChildRunStarted(Event, tag="node.child_run_started", frozen=True):
     workflow_id: str
     wait: bool = True
     inputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    attempt: int = 1
 
 
 class NodeAttemptFailed(Event, tag="node.attempt_failed", frozen=True):

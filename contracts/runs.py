@@ -17,6 +17,9 @@ class ParentLink(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     invocation_id: str
     node_id: str
+    node_label: str = ""
+    node_type: str = "execute"
+    attempt: int = 1
     wait: bool = True
     # "execute" for an Execute node, "agent" for an agent's call_sub_workflow tool.
     via: str = "execute"

@@ -79,8 +79,9 @@ def sanitize_tool_records(
     """Sanitised tool-call records whose JSON list fits `total_budget` characters, plus at
     most FILES_RESERVATION characters of `_generated_files` metadata.
 
-    The budget is shared fairly (see `allocate`): a record that needs less than an even share
-    keeps everything, so an early huge result cannot hide later calls. Identity keys
+    The budget is shared fairly: every record first gets room for its identity, then the
+    rest is split evenly, and a share a small record does not need passes on to the larger
+    ones, so an early huge result cannot hide later calls. Identity keys
     (IDENTITY_KEYS) come first and always survive; bulky fields are shortened, then replaced
     by `[PAYLOAD_TRUNCATED]`. `_generated_files` found on a record or inside its result is
     reduced to id, filename, download_url, mime_type and size_bytes (at most 20 files) and

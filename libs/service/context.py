@@ -7,7 +7,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -48,6 +48,7 @@ class ServiceContext:
         )
         self._log: EventLog | None = None
         self._pool: asyncpg.Pool[Any] | None = None
+        self._closers: list[Callable[[], Awaitable[None]]] = []
         self.broker.subscriber(subjects.health(service), include_in_schema=False)(self._health)
 
     async def _health(self) -> bytes:
@@ -97,8 +98,16 @@ class ServiceContext:
         self.state = "healthy"
         log.info("%s ready (%s, pid %d)", self.service, self.instance, os.getpid())
 
+    def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Run `closer` when the service stops (clients, sessions, subprocesses)."""
+        self._closers.append(closer)
+
     async def close(self) -> None:
         self.state = "stopping"
+        for closer in reversed(self._closers):
+            with contextlib.suppress(Exception):
+                await closer()
+        self._closers.clear()
         if self._pool is not None:
             with contextlib.suppress(Exception):
                 await self._pool.close()

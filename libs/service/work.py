@@ -39,11 +39,13 @@ def add_work_consumer(
     max_ack_pending: int = 10_000,
     description: str = "",
     manual_ack: bool = False,
+    max_workers: int = 1,
 ) -> None:
     """Register a durable push consumer `<service>-<purpose>` (a queue group across replicas).
 
     With `manual_ack`, the handler owns the ack (it may ack later, from another task);
-    otherwise the message is acked when the handler returns.
+    otherwise the message is acked when the handler returns. `max_workers` > 1 handles that
+    many messages at once (for services whose work waits on the outside world).
     """
     durable = f"{service}-{purpose}"
 
@@ -76,6 +78,7 @@ def add_work_consumer(
         if not manual_ack:
             await raw.ack()
 
+    extra: dict[str, int] = {"max_workers": max_workers} if max_workers > 1 else {}
     broker.subscriber(
         subject,
         stream=JStream(RUN_STREAM, declare=False),
@@ -90,6 +93,7 @@ def add_work_consumer(
         ack_policy=AckPolicy.MANUAL,
         description=description or f"{service} consumes {subject}",
         title=durable,
+        **extra,  # type: ignore[call-overload]
     )(on_message)
 
 

@@ -1,8 +1,10 @@
-"""The scheduler's NATS edge: one durable consumer over every run event, in stream order."""
+"""The scheduler's NATS edge: one durable consumer over every run event, in stream order.
+
+The handler only routes each message to its run's actor (acked by the actor once handled),
+so the consumer's order is kept per run while different runs are decided concurrently.
+"""
 
 from __future__ import annotations
-
-import logging
 
 from nats.aio.msg import Msg
 
@@ -10,14 +12,19 @@ from contracts import subjects
 from contracts.base import Envelope
 from libs.service import ServiceContext
 from libs.service.work import add_work_consumer
-
-log = logging.getLogger(__name__)
+from services.scheduler.actors import RunRegistry
+from services.scheduler.effects import Effects
 
 
 def register(ctx: ServiceContext) -> None:
+    registry: RunRegistry | None = None
+
     async def on_event(envelopes: list[Envelope], msg: Msg) -> None:
-        for env in envelopes:
-            log.debug("scheduler saw %s on %s", type(env.event).__name__, env.subject)
+        nonlocal registry
+        if registry is None:
+            registry = RunRegistry(ctx.event_log, Effects(ctx.nc, ctx.event_log))
+        registry.deliver(envelopes, msg)
+        ctx.details["active_runs"] = str(len(registry))
 
     add_work_consumer(
         ctx.broker,
@@ -26,5 +33,8 @@ def register(ctx: ServiceContext) -> None:
         subject=subjects.ALL_RUN_EVENTS,
         event_log=lambda: ctx.event_log,
         handle=on_event,
+        manual_ack=True,
+        ack_wait_s=120.0,
+        max_ack_pending=50_000,
         description="Every run event, folded into run state to decide what runs next.",
     )

@@ -1,4 +1,4 @@
-"""The run summary read model (`runs` table), projected from run lifecycle events.
+"""The execution-history read model (`runs` and `run_nodes`), projected from run events.
 
 Consumes every run event and uses the lifecycle ones. The runner skips messages it applied
 before; on top of that each statement is idempotent on its own (an insert that does nothing
@@ -12,15 +12,27 @@ from collections.abc import Sequence
 
 from contracts import subjects
 from contracts.base import Envelope
+from contracts.nodes import NodeCompleted, NodeRetryScheduled
 from contracts.runs import RunCompleted, RunRequested, RunStarted
 from libs.eventlog.log import utc_from_ms
 from libs.projection.statements import StatementBatch
+from libs.results import node_result, retry_result
 
 _INSERT_REQUESTED = """
     INSERT INTO runs (run_id, workflow_id, workflow_name, owner_id, status, trigger_source,
-                      test_run, parent_run_id, inputs, requested_at, last_sequence)
-    VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10)
+                      test_run, parent_run_id, inputs, requested_at, last_sequence, depth)
+    VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10, $11)
     ON CONFLICT (run_id) DO NOTHING"""
+
+_UPSERT_NODE = """
+    INSERT INTO run_nodes (run_id, invocation_id, node_id, node_label, node_type, status, output,
+                           error, execution_time_ms, metadata, sequence)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    ON CONFLICT (run_id, invocation_id) DO UPDATE SET
+        status = EXCLUDED.status, output = EXCLUDED.output, error = EXCLUDED.error,
+        execution_time_ms = EXCLUDED.execution_time_ms, metadata = EXCLUDED.metadata,
+        sequence = EXCLUDED.sequence
+    WHERE run_nodes.sequence <= EXCLUDED.sequence"""
 
 _UPDATE_STARTED = """
     UPDATE runs SET started_at = $2, last_sequence = GREATEST(last_sequence, $3)
@@ -28,12 +40,13 @@ _UPDATE_STARTED = """
 
 _UPDATE_COMPLETED = """
     UPDATE runs SET status = $2, outputs = $3, error = $4, finished_at = $5,
-                    execution_time_ms = $6, last_sequence = GREATEST(last_sequence, $7)
+                    execution_time_ms = $6, last_sequence = GREATEST(last_sequence, $7),
+                    http_status = $8
     WHERE run_id = $1"""
 
 
-class RunSummaryProjector:
-    name = "scheduler-run-summaries"
+class HistoryProjector:
+    name = "scheduler-history"
     # One wildcard filter, not several: a consumer with several filters over a stream with
     # many subjects is served far more slowly by the server (measured: ~2k/s against ~30k/s).
     filter_subjects: Sequence[str] = (subjects.ALL_RUN_EVENTS,)
@@ -53,8 +66,13 @@ class RunSummaryProjector:
                 event.inputs,
                 envelope.recorded_at,
                 envelope.sequence,
+                event.depth,
                 phase=0,
             )
+        elif isinstance(event, NodeCompleted):
+            self._node_row(envelope, node_result(envelope, event), sql)
+        elif isinstance(event, NodeRetryScheduled):
+            self._node_row(envelope, retry_result(envelope, event), sql)
         elif isinstance(event, RunStarted):
             sql.add(
                 _UPDATE_STARTED,
@@ -76,5 +94,26 @@ class RunSummaryProjector:
                 finished,
                 event.execution_time_ms,
                 envelope.sequence,
+                event.http_status,
                 phase=1,
             )
+
+    @staticmethod
+    def _node_row(envelope: Envelope, row: dict[str, object], sql: StatementBatch) -> None:
+        metadata = row["metadata"]
+        assert isinstance(metadata, dict)
+        sql.add(
+            _UPSERT_NODE,
+            envelope.run_id,
+            str(metadata["invocation_id"]),
+            row["node_id"],
+            row["node_label"],
+            row["node_type"],
+            row["status"],
+            row["output"],
+            row["error"],
+            row["execution_time_ms"],
+            metadata,
+            metadata["sequence"],
+            phase=1,
+        )

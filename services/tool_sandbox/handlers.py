@@ -1,23 +1,60 @@
-"""The tool_sandbox NATS edge: its durable work consumer on `heym.run.*.sched.tool_sandbox`."""
+"""The tool sandbox's NATS edge: node invocations sent to `heym.run.*.sched.tool_sandbox`.
+
+Each invocation's result is appended to the invocation's own subject with expected sequence
+0, so exactly one result is recorded even if the dispatch is delivered twice; a redelivered
+dispatch whose result is already recorded is not executed again.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 
+import httpx
 from nats.aio.msg import Msg
 
 from contracts import subjects
 from contracts.base import Envelope
+from contracts.nodes import NodeDispatched
 from libs.service import ServiceContext
 from libs.service.work import add_work_consumer
+from services.tool_sandbox.nodes import NodeRunner
 
 log = logging.getLogger(__name__)
 
+KEEPALIVE_S = 20.0
+
 
 def register(ctx: ServiceContext) -> None:
+    runner: NodeRunner | None = None
+
+    def get_runner() -> NodeRunner:
+        nonlocal runner
+        if runner is None:
+            client = httpx.AsyncClient(limits=httpx.Limits(max_connections=100))
+            ctx.on_close(client.aclose)
+            runner = NodeRunner(ctx.event_log, client)
+        return runner
+
     async def on_work(envelopes: list[Envelope], msg: Msg) -> None:
-        for env in envelopes:
-            log.debug("tool_sandbox has no handler yet for %s", type(env.event).__name__)
+        work = [
+            (env, env.event)
+            for env in envelopes
+            if isinstance(env.event, NodeDispatched) and env.event.service == ctx.service
+        ]
+        if not work:
+            return
+        redelivered = msg.metadata.num_delivered > 1
+        keepalive = asyncio.create_task(_keep_alive(msg))
+        try:
+            await asyncio.gather(
+                *(get_runner().run(env, ev, redelivered=redelivered) for env, ev in work)
+            )
+        finally:
+            keepalive.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keepalive
 
     add_work_consumer(
         ctx.broker,
@@ -26,5 +63,15 @@ def register(ctx: ServiceContext) -> None:
         subject=subjects.work_for(ctx.service),
         event_log=lambda: ctx.event_log,
         handle=on_work,
-        description="Scheduler decisions that dispatch work to the tool_sandbox service.",
+        max_workers=64,
+        ack_wait_s=60.0,
+        description="Scheduler decisions that dispatch work to the tool sandbox.",
     )
+
+
+async def _keep_alive(msg: Msg) -> None:
+    """Long calls (up to the HTTP node's 300 s) must not be redelivered as if lost."""
+    while True:
+        await asyncio.sleep(KEEPALIVE_S)
+        with contextlib.suppress(Exception):
+            await msg.in_progress()

@@ -14,7 +14,7 @@ from libs.db import apply_migrations, create_pool
 from libs.eventlog import EventLog
 from libs.projection import ProjectionRunner
 from libs.testing.eventually import eventually
-from services.scheduler.projection import RunSummaryProjector
+from services.scheduler.projection import HistoryProjector
 from tests.bench.harness import Figure, bench_nats, bench_postgres, latency, rate
 
 
@@ -101,7 +101,7 @@ async def projector_throughput(runs: int) -> Figure:
                 )
             last = await log.last_sequence("heym.run.>")
             pool = await create_pool(url)
-            runner = ProjectionRunner(nc, pool, RunSummaryProjector(), event_log=log)
+            runner = ProjectionRunner(nc, pool, HistoryProjector(), event_log=log)
             t = time.perf_counter()
             task = asyncio.create_task(runner.run())
             await eventually(lambda: runner.position >= last, timeout=600, interval=0.005)

@@ -266,6 +266,7 @@ class _Decider:
                 workflow_id=target,
                 wait=wait,
                 inputs=inputs,
+                attempt=attempt,
             )
         )
         if not wait:

@@ -69,8 +69,8 @@ def _apply(state: RunState, event: Event) -> None:
         _issued(state, event.invocation_id)
         state.status[event.node_id] = SCHEDULED
         state.inflight[event.invocation_id] = event.node_id
-        state.children[event.child_run_id] = event.invocation_id
-        state.attempts.setdefault(event.node_id, 1)
+        state.children[event.child_run_id] = event
+        state.attempts[event.node_id] = event.attempt
     elif isinstance(event, NodeAttemptFailed):
         _issued(state, event.invocation_id)
         was_inflight = state.inflight.pop(event.invocation_id, None) is not None

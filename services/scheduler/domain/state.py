@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from contracts.nodes import NodeAttemptFailed, NodeCompleted, TimerScheduled
+from contracts.nodes import ChildRunStarted, NodeAttemptFailed, NodeCompleted, TimerScheduled
 from contracts.runs import RunCompleted, RunRequested
 from libs.workflow import Graph
 
@@ -61,7 +61,7 @@ class RunState:
     failures: dict[str, NodeAttemptFailed] = field(default_factory=dict)
     timers: dict[str, TimerScheduled] = field(default_factory=dict)
     fired: list[str] = field(default_factory=list)
-    children: dict[str, str] = field(default_factory=dict)
+    children: dict[str, ChildRunStarted] = field(default_factory=dict)
     next_invocation: int = 1
     first_error: NodeCompleted | None = None
     error_flow: bool = False

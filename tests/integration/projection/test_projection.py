@@ -20,12 +20,12 @@ from libs.eventlog import EventLog
 from libs.projection import ProjectionRunner, projection_position
 from libs.testing import infra
 from libs.testing.eventually import eventually
-from services.scheduler.projection import RunSummaryProjector
+from services.scheduler.projection import HistoryProjector
 
 pytestmark = pytest.mark.integration
 
 
-class Named(RunSummaryProjector):
+class Named(HistoryProjector):
     def __init__(self, name: str) -> None:
         self.name = name  # type: ignore[misc]
 

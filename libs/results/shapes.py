@@ -1,0 +1,131 @@
+"""Event → Heym JSON: NodeResult rows (§2.12) and the streaming protocol's frames (§2.13)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contracts.base import Envelope
+from contracts.nodes import NodeCompleted, NodeDispatched, NodeRetryScheduled
+from contracts.runs import RunCompleted, RunOutputReady, RunStarted
+
+
+def _sequence(env: Envelope) -> int:
+    # Heym orders node results by a monotonic `sequence`; the stream position is one.
+    return env.sequence * 1000 + env.index
+
+
+def node_result(env: Envelope, ev: NodeCompleted) -> dict[str, Any]:
+    metadata = dict(ev.metadata)
+    metadata.pop("loop", None)  # scheduler bookkeeping, not part of the result
+    metadata.update(
+        sequence=_sequence(env),
+        started_at_ms=ev.started_at_ms,
+        ended_at_ms=ev.finished_at_ms,
+        attempt=ev.attempt,
+        invocation_id=ev.invocation_id,
+    )
+    return {
+        "node_id": ev.node_id,
+        "node_label": ev.node_label,
+        "node_type": ev.node_type,
+        "status": ev.status,
+        "output": ev.output if ev.output is not None else {},
+        "execution_time_ms": float(max(0, ev.finished_at_ms - ev.started_at_ms)),
+        "error": ev.error,
+        "metadata": metadata,
+    }
+
+
+def retry_result(env: Envelope, ev: NodeRetryScheduled) -> dict[str, Any]:
+    """The row of an attempt that failed and will be retried (Heym's retry log row)."""
+    wait = ev.wait_s if ev.wait_s % 1 else int(ev.wait_s)
+    retry = {
+        "retry_attempt": ev.attempt,
+        "retry_max_attempts": ev.max_attempts,
+        "retry_wait_seconds": ev.wait_s,
+    }
+    return {
+        "node_id": ev.node_id,
+        "node_label": ev.node_label,
+        "node_type": ev.node_type,
+        "status": "error",
+        "output": {
+            "error": ev.error,
+            "message": f"Attempt {ev.attempt}/{ev.max_attempts} failed. Retrying in {wait}s.",
+            **retry,
+        },
+        "execution_time_ms": 0.0,
+        "error": ev.error,
+        "metadata": {
+            "sequence": _sequence(env),
+            "retry_stage": "attempt_failed",
+            "invocation_id": ev.failed_invocation_id,
+            **retry,
+        },
+    }
+
+
+def strip_private(outputs: Any) -> Any:
+    """Keys starting with `_` are internal and never reach callers."""
+    if isinstance(outputs, dict):
+        return {k: v for k, v in outputs.items() if not str(k).startswith("_")}
+    return outputs
+
+
+def sse_frames(
+    env: Envelope,
+    *,
+    workflow_id: str,
+    node_messages: dict[str, str | None] | None = None,
+) -> list[dict[str, Any]]:
+    """The §2.13 frames one event produces (a pure node's start and end come together)."""
+    ev = env.event
+    messages = node_messages or {}
+    if isinstance(ev, RunStarted):
+        return [{"type": "execution_started", "execution_id": env.run_id}]
+    if isinstance(ev, NodeDispatched):
+        return [_node_start(ev.node_id, ev.node_label, messages)]
+    if isinstance(ev, NodeRetryScheduled):
+        return [
+            {
+                "type": "node_retry",
+                "node_id": ev.node_id,
+                "node_label": ev.node_label,
+                "attempt": ev.attempt + 1,
+                "max_attempts": ev.max_attempts,
+                "retry_result": retry_result(env, ev),
+            }
+        ]
+    if isinstance(ev, NodeCompleted):
+        frames: list[dict[str, Any]] = []
+        if env.subject.split(".")[3] == "sched" and ev.status != "skipped":
+            frames.append(_node_start(ev.node_id, ev.node_label, messages))
+        result = node_result(env, ev)
+        frames.append({"type": "node_complete", **result})
+        return frames
+    if isinstance(ev, RunOutputReady):
+        return [
+            {"type": "final_output", "node_id": ev.node_id, "output": strip_private(ev.outputs)}
+        ]
+    if isinstance(ev, RunCompleted):
+        return [
+            {
+                "type": "execution_complete",
+                "workflow_id": workflow_id,
+                "status": ev.status,
+                "outputs": strip_private(ev.outputs),
+                "execution_time_ms": ev.execution_time_ms,
+            }
+        ]
+    return []
+
+
+def _node_start(node_id: str, label: str, messages: dict[str, str | None]) -> dict[str, Any]:
+    frame: dict[str, Any] = {"type": "node_start", "node_id": node_id, "node_label": label}
+    if node_id in messages:
+        message = messages[node_id]
+        if message is not None:
+            frame["message"] = message
+    else:
+        frame["message"] = f"[START] {label}"
+    return frame

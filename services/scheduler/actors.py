@@ -1,0 +1,200 @@
+"""Run actors: one per active run, folding its events in order and appending its decisions.
+
+The feed (one durable consumer over every run event) hands each message to its run's actor;
+actors of different runs work concurrently, one run's messages are handled one batch at a
+time, in delivery order. The cached state is only a cache: a run not in memory is rebuilt by
+replaying its events, and every decision is appended with the run-wide expected sequence, so
+a decision made on a stale view (another replica, an unseen result) is refused and remade.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+from nats.aio.msg import Msg
+
+from contracts import subjects
+from contracts.base import Envelope
+from contracts.runs import RunRequested
+from libs.eventlog import ConcurrencyConflict, EventLog
+from services.scheduler.domain import RunState, decide, evolve
+from services.scheduler.effects import Effects
+
+log = logging.getLogger(__name__)
+
+MAX_CONFLICT_RETRIES = 20
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class RunActor:
+    def __init__(
+        self,
+        run_id: str,
+        event_log: EventLog,
+        effects: Effects,
+        *,
+        on_idle: Callable[[RunActor], None],
+    ) -> None:
+        self.run_id = run_id
+        self._log = event_log
+        self._effects = effects
+        self._on_idle = on_idle
+        self.state: RunState | None = None
+        self._queue: list[tuple[list[Envelope], Msg | None]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def enqueue(self, envelopes: list[Envelope], msg: Msg | None) -> None:
+        self._queue.append((envelopes, msg))
+        if self._task is None:
+            self._task = asyncio.create_task(self._drain(), name=f"run-{self.run_id}")
+
+    async def _drain(self) -> None:
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                try:
+                    await self._handle(batch)
+                except Exception:
+                    log.exception(
+                        "run %s: handling failed; messages will be redelivered", self.run_id
+                    )
+                    self.state = None  # the cache may be half-updated: rebuild on redelivery
+                    for _, msg in batch:
+                        if msg is not None:
+                            with contextlib.suppress(Exception):
+                                await msg.nak(delay=1.0)
+                    continue
+                for _, msg in batch:
+                    if msg is not None:
+                        with contextlib.suppress(Exception):
+                            await msg.ack()
+        finally:
+            self._task = None
+            if not self._queue:
+                self._on_idle(self)
+
+    async def _handle(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
+        if self.state is None:
+            await self._load(batch)
+        else:
+            for envelopes, _ in batch:
+                self._fold(envelopes)
+        if self.state is not None:
+            await self._decide()
+
+    def _fold(self, envelopes: list[Envelope]) -> None:
+        state = self.state
+        assert state is not None
+        # All events of one message share its sequence: fold a message whole, or not at all.
+        if not envelopes or envelopes[0].sequence <= state.last_seq:
+            return
+        for env in envelopes:
+            evolve(state, env.event, env.sequence)
+
+    async def _load(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
+        first = batch[0][0][0] if batch and batch[0][0] else None
+        if (
+            first is not None
+            and isinstance(first.event, RunRequested)
+            and first.subject == subjects.run_commands(self.run_id)
+            and batch[0][1] is not None
+            and batch[0][1].metadata.num_delivered == 1
+        ):
+            # A brand-new run: its request is its first event, nothing to replay. If anything
+            # was appended after it, the first decision's expected sequence catches it.
+            self.state = RunState.from_request(self.run_id, first.event, first.sequence)
+            for envelopes, _ in batch:
+                self._fold(envelopes)
+            return
+        await self._replay()
+        if self.state is not None:
+            await self._effects.resume(self.state)
+
+    async def _replay(self) -> None:
+        envelopes = await self._log.replay(self.run_id)
+        request = next((e for e in envelopes if isinstance(e.event, RunRequested)), None)
+        if request is None:
+            log.warning("run %s has events but no RunRequested; ignoring it", self.run_id)
+            self.state = None
+            return
+        assert isinstance(request.event, RunRequested)
+        state = RunState.from_request(self.run_id, request.event, request.sequence)
+        for env in envelopes:
+            if env is not request:
+                evolve(state, env.event, env.sequence)
+        self.state = state
+
+    async def _catch_up(self) -> None:
+        state = self.state
+        assert state is not None
+        for env in await self._log.replay(self.run_id, after=state.last_seq):
+            evolve(state, env.event, env.sequence)
+
+    async def _decide(self) -> None:
+        for _ in range(MAX_CONFLICT_RETRIES):
+            state = self.state
+            assert state is not None
+            work = state.copy()
+            decision = decide(work, now_ms())
+            if not decision.batches:
+                return
+            expected = state.last_seq
+            try:
+                for target, events in decision.batches:
+                    appended = await self._log.append(
+                        subjects.run_decisions(self.run_id, target),
+                        events,
+                        expected_sequence=expected,
+                        scope=subjects.run_all(self.run_id),
+                    )
+                    expected = appended.sequence
+            except ConcurrencyConflict:
+                # Someone else wrote to the run (a result, a timer, another replica): fold
+                # what we missed, then decide again. Part of a split decision may have landed;
+                # the catch-up folds it like any other event.
+                await self._catch_up()
+                continue
+            work.last_seq = expected
+            self.state = work
+            await self._effects.after_decision(work, decision.events)
+            return
+        raise RuntimeError(
+            f"run {self.run_id}: still conflicting after {MAX_CONFLICT_RETRIES} tries"
+        )
+
+
+class RunRegistry:
+    """The actors of the runs this scheduler instance is working on."""
+
+    def __init__(self, event_log: EventLog, effects: Effects) -> None:
+        self._log = event_log
+        self._effects = effects
+        self._actors: dict[str, RunActor] = {}
+
+    def __len__(self) -> int:
+        return len(self._actors)
+
+    def deliver(self, envelopes: list[Envelope], msg: Msg | None) -> None:
+        if not envelopes or not envelopes[0].run_id:
+            if msg is not None:
+                asyncio.get_running_loop().create_task(msg.ack())
+            return
+        run_id = envelopes[0].run_id
+        actor = self._actors.get(run_id)
+        if actor is None:
+            actor = RunActor(run_id, self._log, self._effects, on_idle=self._idle)
+            self._actors[run_id] = actor
+        actor.enqueue(envelopes, msg)
+
+    def _idle(self, actor: RunActor) -> None:
+        # Finished runs leave memory at once; a late message reloads them by replay.
+        finished = actor.state is None or actor.state.completed is not None
+        if finished and self._actors.get(actor.run_id) is actor:
+            del self._actors[actor.run_id]

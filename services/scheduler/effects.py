@@ -1,0 +1,159 @@
+"""Side effects that follow a recorded decision: durable timers, child runs, parent replies.
+
+Each is idempotent (a fixed message id, or an expected-sequence-0 append), because after a
+crash the scheduler repeats the effects of the state it reloads rather than track which ones
+it already performed.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from nats.aio.client import Client as NATS
+
+from contracts import subjects
+from contracts.base import Event
+from contracts.nodes import (
+    ChildRunStarted,
+    NodeAttemptFailed,
+    NodeCompleted,
+    TimerFired,
+    TimerScheduled,
+)
+from contracts.runs import CancelRequested, ParentLink, RunCompleted, RunRequested
+from libs.eventlog import ConcurrencyConflict, EventLog
+from services.scheduler.domain import RunState
+
+log = logging.getLogger(__name__)
+
+
+class Effects:
+    def __init__(self, nc: NATS, event_log: EventLog) -> None:
+        self._js = nc.jetstream()
+        self._log = event_log
+
+    async def after_decision(self, state: RunState, events: list[Event]) -> None:
+        for ev in events:
+            if isinstance(ev, TimerScheduled):
+                await self.schedule_timer(state.run_id, ev)
+            elif isinstance(ev, ChildRunStarted):
+                await self.start_child(state, ev)
+            elif isinstance(ev, RunCompleted):
+                await self.run_completed(state, ev)
+
+    async def resume(self, state: RunState) -> None:
+        """Repeat the effects a reloaded run may still owe (all idempotent)."""
+        if state.completed is not None:
+            await self.run_completed(state, state.completed)
+            return
+        for timer in state.timers.values():
+            if timer.timer_id not in state.fired:
+                await self.schedule_timer(state.run_id, timer)
+        for started in state.children.values():
+            if started.invocation_id in state.inflight:
+                await self.start_child(state, started)
+
+    async def schedule_timer(self, run_id: str, timer: TimerScheduled) -> None:
+        at = datetime.fromtimestamp(timer.fire_at_ms / 1000, UTC)
+        stamp = at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        await self._js.publish(
+            subjects.timer_schedule(run_id, timer.timer_id),
+            self._log.codec.encode([TimerFired(timer_id=timer.timer_id)]),
+            headers={
+                "Nats-Schedule": f"@at {stamp}",
+                "Nats-Schedule-Target": subjects.run_timer(run_id),
+                "Nats-Msg-Id": f"timer-{run_id}-{timer.timer_id}",
+            },
+        )
+
+    async def start_child(self, state: RunState, started: ChildRunStarted) -> None:
+        request = state.request
+        node_id = started.node_id
+        snapshot = request.workflow_cache[started.workflow_id]
+        source = "AI Agents" if request.trigger_source == "AI Agents" else "SUB_WORKFLOW"
+        child = RunRequested(
+            workflow_id=snapshot.id,
+            workflow_name=snapshot.name,
+            owner_id=request.owner_id,
+            nodes=snapshot.nodes,
+            edges=snapshot.edges,
+            inputs={"headers": {}, "query": {}, "body": started.inputs},
+            test_run=False,
+            trigger_source=source,
+            parent=ParentLink(
+                run_id=state.run_id,
+                invocation_id=started.invocation_id,
+                node_id=node_id,
+                node_label=state.graph.labels.get(node_id, ""),
+                attempt=started.attempt,
+                wait=started.wait,
+            ),
+            depth=request.depth + 1,
+            requested_at_ms=state.started_at_ms,
+            workflow_cache=request.workflow_cache,
+            timezone=request.timezone,
+            traceparent=request.traceparent,
+        )
+        try:
+            await self._log.append(
+                subjects.run_commands(started.child_run_id),
+                [child],
+                expected_sequence=0,
+                message_id=f"start-{started.child_run_id}",
+            )
+        except ConcurrencyConflict:
+            log.info("child run %s was already started", started.child_run_id)
+
+    async def run_completed(self, state: RunState, done: RunCompleted) -> None:
+        if done.status == "cancelled":
+            for child, started in state.children.items():
+                if started.invocation_id in state.inflight:
+                    await self._log.append(
+                        subjects.run_commands(child),
+                        [CancelRequested(reason="parent run cancelled")],
+                        message_id=f"cancel-{child}",
+                    )
+        parent = state.request.parent
+        if parent is None or not parent.wait:
+            return
+        output = {
+            "workflow_id": state.request.workflow_id,
+            "status": done.status,
+            "outputs": done.outputs,
+            "execution_time_ms": done.execution_time_ms,
+        }
+        result: Event
+        if done.status == "success":
+            result = NodeCompleted(
+                invocation_id=parent.invocation_id,
+                node_id=parent.node_id,
+                node_label=parent.node_label,
+                node_type=parent.node_type,
+                status="success",
+                output=output,
+                finished_at_ms=done.finished_at_ms,
+            )
+        else:
+            name = state.request.workflow_name or state.request.workflow_id
+            verb = "failed" if done.status == "error" else "was cancelled"
+            result = NodeAttemptFailed(
+                invocation_id=parent.invocation_id,
+                node_id=parent.node_id,
+                node_label=parent.node_label,
+                node_type=parent.node_type,
+                attempt=parent.attempt,
+                error=f"sub-workflow {name!r} {verb}" + (f": {done.error}" if done.error else ""),
+                retryable=done.status == "error",
+                output=output,
+                finished_at_ms=done.finished_at_ms,
+            )
+        try:
+            await self._log.append(
+                subjects.node(parent.run_id, parent.invocation_id),
+                [result],
+                expected_sequence=0,
+                message_id=f"child-done-{state.run_id}",
+            )
+        except ConcurrencyConflict:
+            log.info("parent %s already has the result of child %s", parent.run_id, state.run_id)

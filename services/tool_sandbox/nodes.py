@@ -1,0 +1,99 @@
+"""`NodeRunner`: runs one dispatched node invocation and records its result exactly once."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+
+import httpx
+
+from contracts import subjects
+from contracts.base import Envelope, Event
+from contracts.nodes import NodeAttemptFailed, NodeCompleted, NodeDispatched
+from libs.eventlog import ConcurrencyConflict, EventLog
+from libs.expressions import ExpressionError, build_context
+from services.tool_sandbox.http_node import HttpNodeError, execute_http
+
+log = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class NodeRunner:
+    def __init__(self, event_log: EventLog, client: httpx.AsyncClient) -> None:
+        self._log = event_log
+        self._client = client
+
+    async def run(self, env: Envelope, ev: NodeDispatched, *, redelivered: bool) -> None:
+        subject = subjects.node(env.run_id, ev.invocation_id)
+        if redelivered and await self._log.last_sequence(subject) > 0:
+            return  # recorded before the redelivery: never run a side effect twice
+        started = _now_ms()
+        result: Event
+        try:
+            output = await self._execute(env, ev)
+        except (HttpNodeError, ExpressionError, ValueError) as exc:
+            result = self._failed(ev, str(exc), started)
+        except Exception as exc:  # a bug here must fail the node, not the service
+            log.exception("node %s (%s) crashed", ev.node_label, ev.node_type)
+            result = self._failed(ev, f"{type(exc).__name__}: {exc}", started)
+        else:
+            result = NodeCompleted(
+                invocation_id=ev.invocation_id,
+                node_id=ev.node_id,
+                node_label=ev.node_label,
+                node_type=ev.node_type,
+                status="success",
+                output=output,
+                attempt=ev.attempt,
+                started_at_ms=started,
+                finished_at_ms=_now_ms(),
+            )
+        try:
+            await self._log.append(
+                subject,
+                [result],
+                expected_sequence=0,
+                message_id=f"result-{env.run_id}-{ev.invocation_id}",
+                causation_id=env.event_id,
+                correlation_id=env.correlation_id or env.run_id,
+                traceparent=env.traceparent,
+            )
+        except ConcurrencyConflict:
+            log.info("result of %s/%s was already recorded", env.run_id, ev.invocation_id)
+
+    async def _execute(self, env: Envelope, ev: NodeDispatched) -> object:
+        ctx = build_context(
+            ev.inputs,
+            ev.upstream,
+            vars=ev.vars,
+            now=datetime.fromtimestamp(ev.dispatched_at_ms / 1000, UTC),
+            timezone=ev.timezone or "UTC",
+        )
+        raw = ev.node.get("data")
+        data: dict[str, object] = dict(raw) if isinstance(raw, dict) else {}
+        if ev.node_type == "http":
+            return await execute_http(
+                data,
+                ctx,
+                client=self._client,
+                idempotency_key=ev.idempotency_key,
+                traceparent=env.traceparent,
+            )
+        raise ValueError(f"the tool sandbox cannot run {ev.node_type!r} nodes")
+
+    @staticmethod
+    def _failed(ev: NodeDispatched, message: str, started: int) -> NodeAttemptFailed:
+        return NodeAttemptFailed(
+            invocation_id=ev.invocation_id,
+            node_id=ev.node_id,
+            node_label=ev.node_label,
+            node_type=ev.node_type,
+            attempt=ev.attempt,
+            error=message,
+            started_at_ms=started,
+            finished_at_ms=_now_ms(),
+        )
