@@ -25,6 +25,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     log_level: str = "INFO"
     # How long a service waits for in-flight work when asked to stop.
     shutdown_grace_s: float = 10.0
+    # How long a synchronous execute waits before answering 202 with the execution id.
+    execute_timeout_s: float = 300.0
     # Event log limits.
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
@@ -88,6 +90,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         admin_api_key=text("HEYM_ADMIN_API_KEY"),
         log_level=level,
         shutdown_grace_s=_float(env, "HEYM_SHUTDOWN_GRACE_S", 10.0),
+        execute_timeout_s=_float(env, "HEYM_EXECUTE_TIMEOUT_S", 300.0),
         max_message_bytes=_int(
             env, "HEYM_MAX_MESSAGE_BYTES", 8 * 1024 * 1024, lo=64 * 1024, hi=64 * 1024 * 1024
         ),

@@ -3,18 +3,35 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import uvicorn
-from litestar import Litestar
+from litestar import Litestar, Request, Response
+from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 
 from libs.config import Settings
+from libs.eventlog import EventLogError
 from libs.service import ServiceContext
 from services.gateway.event_docs import EventDocsController
+from services.gateway.execute import ExecuteController
+from services.gateway.expressions_api import ExpressionController
 from services.gateway.health import HealthController
+from services.gateway.history import HistoryController
+from services.gateway.workflows import WorkflowController
 
 SERVICE = "gateway"
+MAX_BODY_BYTES = 4 * 1024 * 1024
+log = logging.getLogger(__name__)
+
+
+def _event_log_unavailable(request: Request[Any, Any, State], exc: Exception) -> Response[Any]:
+    log.error("event log error on %s %s: %s", request.method, request.url.path, exc)
+    return Response(
+        {"status_code": 503, "detail": f"the event log is unavailable: {exc}"}, status_code=503
+    )
 
 
 def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litestar:
@@ -25,6 +42,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
         await context.open()
         await context.broker.start()
         app.state.ctx = context
+        app.state.settings = settings
         context.ready()
         try:
             yield
@@ -33,10 +51,18 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             await context.close()
 
     return Litestar(
-        route_handlers=[HealthController, EventDocsController],
+        route_handlers=[
+            HealthController,
+            EventDocsController,
+            WorkflowController,
+            ExecuteController,
+            HistoryController,
+            ExpressionController,
+        ],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
-        request_max_body_size=2 * 1024 * 1024,
+        request_max_body_size=MAX_BODY_BYTES,
+        exception_handlers={EventLogError: _event_log_unavailable},
     )
 
 

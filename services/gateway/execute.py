@@ -1,0 +1,283 @@
+"""`POST /api/workflows/{id}/execute` (sync), `/execute/stream` (SSE) and run cancellation.
+
+The gateway validates, appends the run's request and answers from the run's own events;
+runs are decided by the scheduler and executed by the services.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from litestar import Controller, Request, Response, post
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.exceptions import (
+    ClientException,
+    NotAuthorizedException,
+    NotFoundException,
+    PermissionDeniedException,
+)
+from litestar.response import ServerSentEvent
+from litestar.response.sse import ServerSentEventMessage
+
+from contracts.runs import RunCompleted, WorkflowSnapshot
+from libs.accounts import AccountUser
+from libs.results import sse_frames, strip_private
+from services.gateway import store
+from services.gateway.auth import optional_user, required_user
+from services.gateway.bodies import json_body
+from services.gateway.runs import (
+    new_run_request,
+    request_cancel,
+    run_request,
+    safe_headers,
+    started_run,
+    wait_for_outcome,
+)
+
+INTERNAL_SOURCES = {"Canvas", "Quick Drawer"}
+_WRAPPER_KEYS = {"inputs", "test_run", "trigger_source"}
+
+
+def _truthy(value: str | None, default: bool) -> bool:
+    if value is None:
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+async def _authorise(
+    request: Request[Any, Any, State], row: store.WorkflowRow, user: AccountUser | None
+) -> str:
+    """Who the run belongs to; raises 401/403 per the workflow's `auth_type`."""
+    if user is not None and user.id == row.owner_id:
+        return user.id
+    if row.auth_type == "anonymous":
+        return row.owner_id
+    if row.auth_type == "header_auth" and row.auth_header_key:
+        sent = request.headers.get(row.auth_header_key.lower())
+        if sent is not None and sent == row.auth_header_value:
+            return row.owner_id
+        if user is None:
+            raise NotAuthorizedException(detail=f"send the workflow's {row.auth_header_key} header")
+    if user is None:
+        raise NotAuthorizedException(
+            detail="send an API key as 'X-MCP-Key: <key>' or 'Authorization: Bearer <key>'"
+        )
+    raise PermissionDeniedException(detail="this workflow belongs to another user")
+
+
+class _Prepared:
+    def __init__(
+        self,
+        row: store.WorkflowRow,
+        owner: str,
+        envelope: dict[str, Any],
+        test_run: bool,
+        source: str,
+    ) -> None:
+        self.row, self.owner, self.envelope, self.test_run, self.source = (
+            row,
+            owner,
+            envelope,
+            test_run,
+            source,
+        )
+
+
+async def _prepare(
+    request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None
+) -> _Prepared:
+    ctx = request.app.state.ctx
+    row = await store.get_workflow(ctx.pool, workflow_id)
+    if row is None:
+        raise NotFoundException(detail=f"workflow {workflow_id} not found")
+    owner = await _authorise(request, row, user)
+    if not row.nodes:
+        raise ClientException(detail="the workflow has no nodes")
+    body = await json_body(request, empty={})
+    test_run = _truthy(request.query_params.get("test_run"), False)
+    source = (
+        request.query_params.get("trigger_source")
+        or request.headers.get("x-trigger-source")
+        or "API"
+    )
+    if isinstance(body, dict) and "inputs" in body and set(body) <= _WRAPPER_KEYS:
+        test_run = bool(body.get("test_run", test_run))
+        source = str(body.get("trigger_source") or source)
+        body = body["inputs"]
+    query = {
+        k: v for k, v in request.query_params.items() if k not in ("test_run", "trigger_source")
+    }
+    envelope = {"headers": safe_headers(dict(request.headers)), "query": query, "body": body}
+    return _Prepared(row, owner, envelope, test_run, source)
+
+
+async def _run_request(request: Request[Any, Any, State], p: _Prepared) -> Any:
+    ctx = request.app.state.ctx
+    cache = await store.workflow_cache(ctx.pool, p.owner, p.row)
+    snapshot = WorkflowSnapshot(id=p.row.id, name=p.row.name, nodes=p.row.nodes, edges=p.row.edges)
+    return new_run_request(
+        workflow=snapshot,
+        owner_id=p.owner,
+        inputs=p.envelope,
+        test_run=p.test_run,
+        trigger_source=p.source,
+        cache=cache,
+        traceparent=request.headers.get("traceparent"),
+    )
+
+
+def _status_code(done: RunCompleted) -> int:
+    if done.status == "cancelled":
+        return 409
+    if done.status == "error" and done.http_status:
+        return done.http_status
+    return 200
+
+
+class ExecuteController(Controller):
+    path = "/api/workflows/{workflow_id:str}"
+    tags = ["execution"]
+
+    @post(
+        "/execute",
+        summary="Run a workflow and answer with its outputs",
+        dependencies={"user": Provide(optional_user)},
+    )
+    async def execute(
+        self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None
+    ) -> Response[Any]:
+        prepared = await _prepare(request, workflow_id, user)
+        run = await _run_request(request, prepared)
+        simple = _truthy(request.headers.get("x-simple-response"), True)
+        settings = request.app.state.settings
+        async with started_run(request.app.state.ctx.event_log, run) as (run_id, queue):
+            outcome = await wait_for_outcome(
+                run_id, queue, timeout=settings.execute_timeout_s, early_return=True
+            )
+        if outcome.completed is None and outcome.early is None:
+            return Response(
+                {"execution_id": run_id, "status": "running", "execution_history_id": run_id},
+                status_code=202,
+            )
+        if outcome.early is not None:
+            outputs, status, code, elapsed = outcome.early.outputs, "success", 200, 0.0
+        else:
+            done = outcome.completed
+            assert done is not None
+            if done.status == "cancelled":
+                return Response(
+                    {"detail": "Execution was cancelled", "execution_id": run_id}, status_code=409
+                )
+            outputs, status, code, elapsed = (
+                done.outputs,
+                done.status,
+                _status_code(done),
+                done.execution_time_ms,
+            )
+        if simple:
+            return Response(strip_private(outputs), status_code=code)
+        return Response(
+            {
+                "workflow_id": workflow_id,
+                "status": status,
+                "outputs": strip_private(outputs),
+                "node_results": sorted(
+                    outcome.node_results, key=lambda r: r["metadata"]["sequence"]
+                ),
+                "execution_time_ms": elapsed,
+                "execution_history_id": None if prepared.test_run else run_id,
+            },
+            status_code=code,
+        )
+
+    @post(
+        "/execute/stream",
+        summary="Run a workflow as a Server-Sent Events stream",
+        dependencies={"user": Provide(optional_user)},
+    )
+    async def stream(
+        self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None
+    ) -> ServerSentEvent:
+        prepared = await _prepare(request, workflow_id, user)
+        if not prepared.row.sse_enabled and prepared.source not in INTERNAL_SOURCES:
+            raise ClientException(detail="streaming is not enabled for this workflow (sse_enabled)")
+        run = await _run_request(request, prepared)
+        simple = _truthy(request.headers.get("x-simple-response"), True)
+        messages = _start_messages(prepared.row)
+        ctx = request.app.state.ctx
+
+        async def frames() -> AsyncIterator[ServerSentEventMessage]:
+            finished = False
+            results: list[dict[str, Any]] = []
+            async with started_run(ctx.event_log, run) as (run_id, queue):
+                try:
+                    while not finished:
+                        env = await queue.get()
+                        for frame in sse_frames(
+                            env, workflow_id=workflow_id, node_messages=messages
+                        ):
+                            if frame["type"] == "node_complete":
+                                results.append({k: v for k, v in frame.items() if k != "type"})
+                            if frame["type"] == "execution_complete":
+                                finished = True
+                                if simple:
+                                    frame = {
+                                        "type": "execution_complete",
+                                        "outputs": frame["outputs"],
+                                    }
+                                else:
+                                    frame["node_results"] = results
+                                    frame["sub_workflow_executions"] = []
+                                    frame["execution_history_id"] = (
+                                        None if prepared.test_run else run_id
+                                    )
+                            yield ServerSentEventMessage(data=json.dumps(frame, default=str))
+                finally:
+                    if not finished:  # the client went away: stop the run, as Heym does
+                        await request_cancel(ctx.event_log, run_id, "client disconnected")
+
+        return ServerSentEvent(frames())
+
+    @post(
+        "/executions/{run_id:str}/cancel",
+        summary="Cancel a running execution",
+        dependencies={"user": Provide(required_user)},
+        status_code=200,
+    )
+    async def cancel(
+        self, request: Request[Any, Any, State], workflow_id: str, run_id: str, user: AccountUser
+    ) -> dict[str, str]:
+        ctx = request.app.state.ctx
+        row = await store.get_workflow(ctx.pool, workflow_id)
+        if row is None or row.owner_id != user.id:
+            raise NotFoundException(detail=f"workflow {workflow_id} not found")
+        try:
+            requested, finished = await run_request(ctx.event_log, run_id)
+        except ValueError:
+            requested, finished = None, False
+        if requested is None or requested.workflow_id != workflow_id or finished:
+            raise NotFoundException(
+                detail=f"no running execution {run_id} of workflow {workflow_id}"
+            )
+        await request_cancel(ctx.event_log, run_id, f"cancelled by {user.email}")
+        return {"status": "cancel_requested", "execution_id": run_id}
+
+
+def _start_messages(row: store.WorkflowRow) -> dict[str, str | None]:
+    labels = {
+        n.get("id"): (n.get("data") or {}).get("label", n.get("id"))
+        for n in row.nodes
+        if isinstance(n, dict)
+    }
+    out: dict[str, str | None] = {}
+    for node_id, conf in (row.sse_node_config or {}).items():
+        if not isinstance(conf, dict):
+            continue
+        if conf.get("send_start") is False:
+            out[node_id] = None
+        else:
+            out[node_id] = conf.get("start_message") or f"[START] {labels.get(node_id, node_id)}"
+    return out

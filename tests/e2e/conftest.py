@@ -1,0 +1,23 @@
+"""The running system shared by the end-to-end tests of one session."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from libs.testing import infra
+from tests.e2e.system import System
+
+
+@pytest.fixture(scope="session")
+async def system(
+    nats_url: str, pg_admin_url: str, pg_template: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[System]:
+    async with infra.fresh_database(pg_admin_url, pg_template) as db:
+        sys_ = System(nats_url, db, tmp_path_factory.mktemp("logs"), HEYM_EXECUTE_TIMEOUT_S="60")
+        await sys_.start()
+        try:
+            yield sys_
+        finally:
+            await sys_.stop()

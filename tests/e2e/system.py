@@ -1,0 +1,112 @@
+"""The five services as real processes against the test session's NATS and Postgres.
+
+One system serves many tests (as one deployment serves many users); tests isolate by their
+own user, API key and workflows. A test may kill -9 or restart a service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import nats
+
+from contracts import subjects
+from libs.accounts.api_keys import add_api_key, create_user, generate_api_key
+from libs.devstack.children import Child
+from libs.embedded.process import free_port
+
+
+class System:
+    def __init__(self, nats_url: str, database_url: str, log_dir: Path, **env: str) -> None:
+        self.nats_url = nats_url
+        self.database_url = database_url
+        self.http_port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.http_port}"
+        self.log_dir = log_dir
+        base = {k: v for k, v in os.environ.items() if not k.startswith("HEYM_")}
+        base.update(
+            HEYM_NATS_URL=nats_url,
+            HEYM_DATABASE_URL=database_url,
+            HEYM_HTTP_PORT=str(self.http_port),
+            HEYM_SHUTDOWN_GRACE_S="5",
+            PYTHONUNBUFFERED="1",
+            **env,
+        )
+        self.env = base
+        self.children: dict[str, Child] = {}
+
+    async def start(self, names: tuple[str, ...] = subjects.SERVICES) -> None:
+        for name in names:
+            child = Child(name, self.env, self.log_dir)
+            await child.start()
+            self.children[name] = child
+        await self.wait_healthy(names)
+
+    async def wait_healthy(self, names: tuple[str, ...] = subjects.SERVICES, timeout: float = 60) -> None:
+        nc = await nats.connect(self.nats_url)
+        try:
+            deadline = time.monotonic() + timeout
+            pending = set(names)
+            while pending:
+                for name in list(pending):
+                    child = self.children[name]
+                    if child.process is not None and child.process.returncode is not None:
+                        raise RuntimeError(f"{name} exited:\n{child.log_tail(30)}")
+                    with contextlib.suppress(Exception):
+                        msg = await nc.request(subjects.health(name), b"", timeout=0.5)
+                        if b'"healthy"' in msg.data:
+                            pending.discard(name)
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"not healthy: {pending}")
+                if pending:
+                    await asyncio.sleep(0.05)
+        finally:
+            await nc.close()
+        if "gateway" in names:
+            async with httpx.AsyncClient() as client:
+                for _ in range(200):
+                    with contextlib.suppress(httpx.HTTPError):
+                        if (await client.get(f"{self.base_url}/api/health")).status_code in (200, 503):
+                            return
+                    await asyncio.sleep(0.05)
+
+    async def kill(self, name: str) -> None:
+        child = self.children[name]
+        assert child.process is not None
+        os.kill(child.process.pid, signal.SIGKILL)
+        await child.process.wait()
+
+    async def restart(self, name: str) -> None:
+        await self.children[name].start()
+        await self.wait_healthy((name,))
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(c.stop(10) for c in self.children.values()))
+
+    async def new_user(self, email: str | None = None) -> tuple[str, str]:
+        """A user of its own and its API key: tests isolate by user."""
+        conn = await asyncpg.connect(self.database_url)
+        try:
+            user = await create_user(conn, email=email or f"u{time.time_ns()}@test.local")
+            key = generate_api_key()
+            await add_api_key(conn, user.id, key)
+            return user.id, key
+        finally:
+            await conn.close()
+
+    def client(self, key: str | None = None, **kwargs: Any) -> httpx.AsyncClient:
+        headers = {"X-MCP-Key": key} if key else {}
+        return httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=60, **kwargs)
+
+
+def python() -> str:
+    return sys.executable
