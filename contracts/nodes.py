@@ -75,6 +75,7 @@ class TimerScheduled(Event, tag="timer.scheduled", frozen=True):
     purpose: Literal["retry", "wait"]
     # The invocation the timer belongs to (a wait node completes under it).
     invocation_id: str = ""
+    node_label: str = ""
 
 
 class TimerFired(Event, tag="timer.fired", frozen=True):
@@ -93,6 +94,7 @@ class ChildRunStarted(Event, tag="node.child_run_started", frozen=True):
     wait: bool = True
     inputs: dict[str, Any] = msgspec.field(default_factory=dict)
     attempt: int = 1
+    node_label: str = ""
 
 
 class NodeAttemptFailed(Event, tag="node.attempt_failed", frozen=True):

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.base import Envelope
-from contracts.nodes import NodeCompleted, NodeDispatched, NodeRetryScheduled
+from contracts.nodes import (
+    ChildRunStarted,
+    NodeCompleted,
+    NodeDispatched,
+    NodeRetryScheduled,
+    TimerScheduled,
+)
 from contracts.runs import RunCompleted, RunOutputReady, RunStarted
 
 
@@ -83,7 +89,9 @@ def sse_frames(
     messages = node_messages or {}
     if isinstance(ev, RunStarted):
         return [{"type": "execution_started", "execution_id": env.run_id}]
-    if isinstance(ev, NodeDispatched):
+    if isinstance(ev, NodeDispatched | ChildRunStarted):
+        return [_node_start(ev.node_id, ev.node_label, messages)]
+    if isinstance(ev, TimerScheduled) and ev.purpose == "wait":
         return [_node_start(ev.node_id, ev.node_label, messages)]
     if isinstance(ev, NodeRetryScheduled):
         return [

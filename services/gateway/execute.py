@@ -196,6 +196,7 @@ class ExecuteController(Controller):
     @post(
         "/execute/stream",
         summary="Run a workflow as a Server-Sent Events stream",
+        status_code=200,
         dependencies={"user": Provide(optional_user)},
     )
     async def stream(

@@ -224,6 +224,7 @@ class _Decider:
                 node_id=nid,
                 purpose="wait",
                 invocation_id=inv,
+                node_label=self.s.graph.labels[nid],
             )
         )
 
@@ -267,6 +268,7 @@ class _Decider:
                 wait=wait,
                 inputs=inputs,
                 attempt=attempt,
+                node_label=s.graph.labels[nid],
             )
         )
         if not wait:
@@ -323,6 +325,7 @@ class _Decider:
                         fire_at_ms=self.now + int(wait_s * 1000),
                         node_id=nid,
                         purpose="retry",
+                        node_label=failure.node_label,
                     )
                 )
             elif data.get("onErrorEnabled"):

@@ -1,0 +1,109 @@
+"""A real HTTP server for tests and benchmarks of HTTP nodes: counts, delays, failures.
+
+Paths: `/echo` (the request back as JSON), `/delay/<ms>`, `/count/<name>` (how many times it
+was called), `/hang-first/<name>` (the first call never answers, later ones do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections import Counter
+from typing import Any
+from urllib.parse import urlsplit
+
+
+class HttpTarget:
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.requests: list[dict[str, Any]] = []
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.url = ""
+
+    async def start(self) -> HttpTarget:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def close(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    async def __aenter__(self) -> HttpTarget:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            while True:
+                request = await self._read(reader)
+                if request is None:
+                    break
+                self.requests.append(request)
+                status, body = await self._answer(request)
+                payload = json.dumps(body).encode()
+                head = (
+                    f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(payload)}\r\n\r\n"
+                )
+                writer.write(head.encode() + payload)
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+            self._tasks.discard(task)
+
+    @staticmethod
+    async def _read(reader: asyncio.StreamReader) -> dict[str, Any] | None:
+        line = await reader.readline()
+        if not line:
+            return None
+        method, target, _ = line.decode("latin-1").split(" ", 2)
+        headers: dict[str, str] = {}
+        while (raw := await reader.readline()) not in (b"\r\n", b"\n", b""):
+            name, _, value = raw.decode().partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        body = await reader.readexactly(length) if length else b""
+        return {
+            "method": method,
+            "path": target,
+            "headers": headers,
+            "body": body.decode(errors="replace"),
+        }
+
+    async def _answer(self, request: dict[str, Any]) -> tuple[int, Any]:
+        path = urlsplit(request["path"]).path
+        parts = [p for p in path.split("/") if p]
+        name = parts[1] if len(parts) > 1 else ""
+        self.counts[path] += 1
+        if parts[:1] == ["delay"]:
+            await asyncio.sleep(int(name) / 1000)
+            return 200, {"delayed_ms": int(name)}
+        if parts[:1] == ["count"]:
+            return 200, {"name": name, "count": self.counts[path]}
+        if parts[:1] == ["hang-first"] and self.counts[path] == 1:
+            await asyncio.sleep(3600)
+        if parts[:1] == ["status"]:
+            return int(name), {"status": int(name)}
+        return 200, {
+            "method": request["method"],
+            "path": path,
+            "body": request["body"],
+            "headers": request["headers"],
+        }
