@@ -128,8 +128,7 @@ def channels() -> tuple[Channel, ...]:
             address="heym.run.{run_id}.node.{invocation_id}",
             writer="executing service (agent_runtime, tool_sandbox, scheduler for child runs)",
             description=(
-                "One node invocation's own history, ending with NodeCompleted or "
-                "NodeAttemptFailed."
+                "One node invocation's own history, ending with NodeCompleted or NodeAttemptFailed."
             ),
             events=(NodeCompleted, NodeAttemptFailed),
         ),

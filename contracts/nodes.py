@@ -126,4 +126,3 @@ NODE_EVENTS: tuple[type[Event], ...] = (
     ChildRunStarted,
     NodeAttemptFailed,
 )
-

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
@@ -51,8 +52,10 @@ class HttpTarget:
                 request = await self._read(reader)
                 if request is None:
                     break
+                request["started"] = time.monotonic()
                 self.requests.append(request)
                 status, body = await self._answer(request)
+                request["finished"] = time.monotonic()
                 payload = json.dumps(body).encode()
                 head = (
                     f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\n"

@@ -47,6 +47,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
         try:
             yield
         finally:
+            context.state = "stopping"
             await context.broker.stop()
             await context.close()
 

@@ -237,7 +237,9 @@ class ExecuteController(Controller):
                                     )
                             yield ServerSentEventMessage(data=json.dumps(frame, default=str))
                 finally:
-                    if not finished:  # the client went away: stop the run, as Heym does
+                    # The client went away: stop the run, as Heym does. A gateway that is
+                    # shutting down leaves its runs alone: they do not depend on it.
+                    if not finished and ctx.state != "stopping":
                         await request_cancel(ctx.event_log, run_id, "client disconnected")
 
         return ServerSentEvent(frames())

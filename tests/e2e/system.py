@@ -51,7 +51,9 @@ class System:
             self.children[name] = child
         await self.wait_healthy(names)
 
-    async def wait_healthy(self, names: tuple[str, ...] = subjects.SERVICES, timeout: float = 60) -> None:
+    async def wait_healthy(
+        self, names: tuple[str, ...] = subjects.SERVICES, timeout: float = 60
+    ) -> None:
         nc = await nats.connect(self.nats_url)
         try:
             deadline = time.monotonic() + timeout
@@ -75,7 +77,10 @@ class System:
             async with httpx.AsyncClient() as client:
                 for _ in range(200):
                     with contextlib.suppress(httpx.HTTPError):
-                        if (await client.get(f"{self.base_url}/api/health")).status_code in (200, 503):
+                        if (await client.get(f"{self.base_url}/api/health")).status_code in (
+                            200,
+                            503,
+                        ):
                             return
                     await asyncio.sleep(0.05)
 

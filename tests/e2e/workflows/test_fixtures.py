@@ -30,7 +30,9 @@ async def target() -> AsyncIterator[HttpTarget]:
 
 
 def load(path: Path, target: HttpTarget) -> dict[str, Any]:
-    text = path.read_text().replace("{{target}}", target.url).replace("{{unique}}", uuid.uuid4().hex)
+    text = (
+        path.read_text().replace("{{target}}", target.url).replace("{{unique}}", uuid.uuid4().hex)
+    )
     return json.loads(text)
 
 
@@ -84,11 +86,16 @@ async def test_fixture_over_rest_and_sse(system: System, target: HttpTarget, pat
         assert body["status"] == expect.get("status", "success"), body
         assert body["outputs"] == expect["outputs"]
         for label, wanted in expect.get("statuses", {}).items():
-            assert statuses(body["node_results"]).get(label) == wanted, (label, statuses(body["node_results"]))
+            assert statuses(body["node_results"]).get(label) == wanted, (
+                label,
+                statuses(body["node_results"]),
+            )
 
         # the simple response is the outputs alone
         simple = await c.post(f"/api/workflows/{wid}/execute", json=fresh(case["inputs"]))
-        assert simple.json() == {k: v for k, v in expect["outputs"].items() if not k.startswith("_")}
+        assert simple.json() == {
+            k: v for k, v in expect["outputs"].items() if not k.startswith("_")
+        }
 
         frames = await sse_frames(c, f"/api/workflows/{wid}/execute/stream", fresh(case["inputs"]))
         kinds = [f["type"] for f in frames]

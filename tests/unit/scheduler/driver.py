@@ -55,11 +55,22 @@ class Fail(Exception):
 
 
 def node(nid: str, ntype: str, label: str | None = None, **data: Any) -> dict[str, Any]:
-    return {"id": nid, "type": ntype, "position": {"x": 0, "y": 0}, "data": {"label": label or nid, **data}}
+    return {
+        "id": nid,
+        "type": ntype,
+        "position": {"x": 0, "y": 0},
+        "data": {"label": label or nid, **data},
+    }
 
 
-def edge(source: str, target: str, source_handle: str | None = None, target_handle: str | None = None) -> dict[str, Any]:
-    e: dict[str, Any] = {"id": f"{source}->{target}:{source_handle}", "source": source, "target": target}
+def edge(
+    source: str, target: str, source_handle: str | None = None, target_handle: str | None = None
+) -> dict[str, Any]:
+    e: dict[str, Any] = {
+        "id": f"{source}->{target}:{source_handle}",
+        "source": source,
+        "target": target,
+    }
     if source_handle:
         e["sourceHandle"] = source_handle
     if target_handle:
@@ -109,9 +120,8 @@ def drive(
         work = state.copy()
         decision = decide(work, now)
         now += 10
-        if not decision.batches:
-            if not (state.inflight or state.timers):
-                break
+        if not decision.batches and not (state.inflight or state.timers):
+            break
         if decision.batches:
             trace.decisions.append(decision.events)
         for _, batch in decision.batches:
@@ -133,7 +143,11 @@ def drive(
                         node_label=state.graph.labels[ev.node_id],
                         node_type="execute",
                         status="success",
-                        output={"workflow_id": ev.workflow_id, "status": "success", "outputs": {"echo": ev.inputs}},
+                        output={
+                            "workflow_id": ev.workflow_id,
+                            "status": "success",
+                            "outputs": {"echo": ev.inputs},
+                        },
                     )
                 )
         if state.completed is not None and not pending:

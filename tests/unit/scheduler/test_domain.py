@@ -56,7 +56,11 @@ def test_condition_skips_exclusive_branch_and_runs_shared_join_once() -> None:
 
 
 def test_condition_error_routes_false() -> None:
-    nodes = [node("c", "condition", "check", condition="$nothing.x.y > 1 &&"), node("t", "set", "yes"), node("f", "set", "no")]
+    nodes = [
+        node("c", "condition", "check", condition="$nothing.x.y > 1 &&"),
+        node("t", "set", "yes"),
+        node("f", "set", "no"),
+    ]
     t = drive(nodes, [edge("c", "t", "true"), edge("c", "f", "false")])
     assert t.results("check")[0].output == {"branch": "false"}
     assert t.statuses()["yes"] == ["skipped"]
@@ -70,9 +74,20 @@ def test_switch_routes_first_match_else_default() -> None:
         node("b", "set", "B"),
         node("d", "set", "D"),
     ]
-    edges = [edge("in", "s"), edge("s", "a", "case-0"), edge("s", "b", "case-1"), edge("s", "d", "default")]
+    edges = [
+        edge("in", "s"),
+        edge("s", "a", "case-0"),
+        edge("s", "b", "case-1"),
+        edge("s", "d", "default"),
+    ]
     t = drive(nodes, edges, inputs={"body": {"text": "b"}})
-    assert t.statuses() == {"input": ["success"], "route": ["success"], "A": ["skipped"], "B": ["success"], "D": ["skipped"]}
+    assert t.statuses() == {
+        "input": ["success"],
+        "route": ["success"],
+        "A": ["skipped"],
+        "B": ["success"],
+        "D": ["skipped"],
+    }
     t = drive(nodes, edges, inputs={"body": {"text": "zzz"}})
     assert t.statuses()["D"] == ["success"]
 
@@ -82,8 +97,23 @@ def test_loop_collects_loop_back_inputs_and_runs_done_once() -> None:
         node("in", "textInput", "input"),
         node("l", "loop", "each", arrayExpression="$input.items"),
         node("b", "set", "body", mappings=[{"key": "doubled", "value": "$each.item * 2"}]),
-        node("v", "variable", "collect", variableName="seen", variableValue="$vars.seen.add($each.item)", variableType="array"),
-        node("d", "set", "after", mappings=[{"key": "n", "value": "$each.results.length"}, {"key": "seen", "value": "$vars.seen"}]),
+        node(
+            "v",
+            "variable",
+            "collect",
+            variableName="seen",
+            variableValue="$vars.seen.add($each.item)",
+            variableType="array",
+        ),
+        node(
+            "d",
+            "set",
+            "after",
+            mappings=[
+                {"key": "n", "value": "$each.results.length"},
+                {"key": "seen", "value": "$vars.seen"},
+            ],
+        ),
     ]
     edges = [
         edge("in", "l"),
@@ -104,7 +134,11 @@ def test_loop_collects_loop_back_inputs_and_runs_done_once() -> None:
 
 
 def test_parallel_side_effects_are_dispatched_together() -> None:
-    nodes = [node("a", "http", "callA", curl="curl http://a"), node("b", "http", "callB", curl="curl http://b"), node("m", "merge", "join")]
+    nodes = [
+        node("a", "http", "callA", curl="curl http://a"),
+        node("b", "http", "callB", curl="curl http://b"),
+        node("m", "merge", "join"),
+    ]
     t = drive(nodes, [edge("a", "m"), edge("b", "m")])
     dispatched = t.of(NodeDispatched)
     assert {d.node_label for d in dispatched} == {"callA", "callB"}
@@ -121,7 +155,17 @@ def test_retry_then_success_records_retry_and_attempts() -> None:
             raise Fail("boom")
         return {"ok": ev.attempt}
 
-    nodes = [node("h", "http", "call", curl="curl http://x", retryEnabled=True, retryMaxAttempts=3, retryWaitSeconds=2)]
+    nodes = [
+        node(
+            "h",
+            "http",
+            "call",
+            curl="curl http://x",
+            retryEnabled=True,
+            retryMaxAttempts=3,
+            retryWaitSeconds=2,
+        )
+    ]
     t = drive(nodes, [], executors={"call": flaky})
     (retry,) = t.of(NodeRetryScheduled)
     assert (retry.attempt, retry.max_attempts, retry.wait_s, retry.error) == (1, 3, 2.0, "boom")
@@ -135,7 +179,18 @@ def test_final_failure_fails_the_run_with_error_output() -> None:
     def always(ev: NodeDispatched) -> None:
         raise Fail("down")
 
-    nodes = [node("h", "http", "call", curl="curl http://x", retryEnabled=True, retryMaxAttempts=2, retryWaitSeconds=0), node("n", "set", "next")]
+    nodes = [
+        node(
+            "h",
+            "http",
+            "call",
+            curl="curl http://x",
+            retryEnabled=True,
+            retryMaxAttempts=2,
+            retryWaitSeconds=0,
+        ),
+        node("n", "set", "next"),
+    ]
     t = drive(nodes, [edge("h", "n")], executors={"call": always})
     assert t.completed.status == "error"
     assert t.completed.error == "down"
@@ -168,9 +223,18 @@ def test_error_handler_flow_supplies_outputs() -> None:
     nodes = [
         node("h", "http", "call", curl="curl http://x"),
         node("eh", "errorHandler", "onFail"),
-        node("o", "output", "report", message="failed at $onFail.error.node_label: $onFail.error.message"),
+        node(
+            "o",
+            "output",
+            "report",
+            message="failed at $onFail.error.node_label: $onFail.error.message",
+        ),
     ]
-    t = drive(nodes, [edge("eh", "o")], executors={"call": lambda ev: (_ for _ in ()).throw(Fail("kaput"))})
+    t = drive(
+        nodes,
+        [edge("eh", "o")],
+        executors={"call": lambda ev: (_ for _ in ()).throw(Fail("kaput"))},
+    )
     assert t.completed.status == "error"
     assert t.completed.outputs == {"report": {"result": "failed at call: kaput"}}
 
@@ -178,7 +242,14 @@ def test_error_handler_flow_supplies_outputs() -> None:
 def test_throw_error_passes_http_status_and_is_not_retried() -> None:
     nodes = [
         node("in", "textInput", "request"),
-        node("x", "throwError", "stop", errorMessage="bad $input.text $nope.x", httpStatusCode=422, retryEnabled=True),
+        node(
+            "x",
+            "throwError",
+            "stop",
+            errorMessage="bad $input.text $nope.x",
+            httpStatusCode=422,
+            retryEnabled=True,
+        ),
     ]
     t = drive(nodes, [edge("in", "x")], inputs={"body": {"text": "input"}})
     assert t.completed.status == "error"
@@ -189,7 +260,11 @@ def test_throw_error_passes_http_status_and_is_not_retried() -> None:
 
 
 def test_in_flight_sibling_is_drained_not_dropped() -> None:
-    nodes = [node("a", "throwError", "fail"), node("b", "http", "slow", curl="curl http://x"), node("c", "set", "afterSlow")]
+    nodes = [
+        node("a", "throwError", "fail"),
+        node("b", "http", "slow", curl="curl http://x"),
+        node("c", "set", "afterSlow"),
+    ]
     t = drive(nodes, [edge("b", "c")])
     assert t.completed.status == "error"
     assert t.statuses()["slow"] == ["success"]  # its result is recorded
@@ -197,7 +272,10 @@ def test_in_flight_sibling_is_drained_not_dropped() -> None:
 
 
 def test_json_output_mapper_alone_unwraps_outputs() -> None:
-    nodes = [node("in", "textInput", "input"), node("m", "jsonOutputMapper", "api", mappings=[{"key": "answer", "value": "$input.q"}])]
+    nodes = [
+        node("in", "textInput", "input"),
+        node("m", "jsonOutputMapper", "api", mappings=[{"key": "answer", "value": "$input.q"}]),
+    ]
     t = drive(nodes, [edge("in", "m")], inputs={"body": {"q": 42}})
     assert t.completed.outputs == {"answer": 42}
     nodes.append(node("side", "set", "side", mappings=[{"key": "x", "value": "1"}]))
@@ -218,19 +296,30 @@ def test_output_allow_downstream_signals_early_return() -> None:
 
 
 def test_disabled_nodes_are_skipped_and_successors_still_run() -> None:
-    nodes = [node("a", "set", "first"), node("b", "set", "off", active=False), node("c", "set", "third")]
+    nodes = [
+        node("a", "set", "first"),
+        node("b", "set", "off", active=False),
+        node("c", "set", "third"),
+    ]
     t = drive(nodes, [edge("a", "b"), edge("b", "c")])
     assert t.statuses() == {"first": ["success"], "off": ["skipped"], "third": ["success"]}
 
 
 def test_disable_node_applies_to_this_run_only() -> None:
-    nodes = [node("d", "disableNode", "switchOff", targetNodeLabel="target"), node("t", "set", "target")]
+    nodes = [
+        node("d", "disableNode", "switchOff", targetNodeLabel="target"),
+        node("t", "set", "target"),
+    ]
     t = drive(nodes, [edge("d", "t")])
     assert t.statuses()["target"] == ["skipped"]
 
 
 def test_wait_node_is_a_durable_timer() -> None:
-    nodes = [node("in", "textInput", "input"), node("w", "wait", "pause", duration=2000), node("o", "set", "after", mappings=[{"key": "t", "value": "$pause.text"}])]
+    nodes = [
+        node("in", "textInput", "input"),
+        node("w", "wait", "pause", duration=2000),
+        node("o", "set", "after", mappings=[{"key": "t", "value": "$pause.text"}]),
+    ]
     t = drive(nodes, [edge("in", "w"), edge("w", "o")], inputs={"body": {"text": "hi"}})
     (timer,) = t.of(TimerScheduled)
     assert timer.purpose == "wait"
@@ -238,7 +327,11 @@ def test_wait_node_is_a_durable_timer() -> None:
 
 
 def test_pinned_data_in_test_mode_drives_branches() -> None:
-    nodes = [node("c", "condition", "check", condition="true", pinnedData={"branch": "false"}), node("t", "set", "yes"), node("f", "set", "no")]
+    nodes = [
+        node("c", "condition", "check", condition="true", pinnedData={"branch": "false"}),
+        node("t", "set", "yes"),
+        node("f", "set", "no"),
+    ]
     edges = [edge("c", "t", "true"), edge("c", "f", "false")]
     assert drive(nodes, edges, test_run=True).statuses()["yes"] == ["skipped"]
     assert drive(nodes, edges, test_run=False).statuses()["no"] == ["skipped"]
@@ -257,7 +350,10 @@ def test_execute_node_depth_limit() -> None:
 
 
 def test_cancel_completes_the_run_and_starts_nothing_more() -> None:
-    nodes = [node("a", "http", "first", curl="curl http://x"), node("b", "http", "second", curl="curl http://y")]
+    nodes = [
+        node("a", "http", "first", curl="curl http://x"),
+        node("b", "http", "second", curl="curl http://y"),
+    ]
     t = drive(nodes, [edge("a", "b")], cancel_after=0)
     assert t.completed.status == "cancelled"
     assert "second" not in {d.node_label for d in t.of(NodeDispatched)}
