@@ -7,7 +7,7 @@ from typing import Any
 from litestar import Controller, Request, delete, get, post, put
 from litestar.datastructures import State
 from litestar.di import Provide
-from litestar.exceptions import NotFoundException, PermissionDeniedException, ValidationException
+from litestar.exceptions import HTTPException, NotFoundException, PermissionDeniedException
 
 from libs.accounts import AccountUser
 from libs.workflow import validate_workflow
@@ -97,7 +97,9 @@ def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None)
     )
     if problems:
         summary = "; ".join(p["message"] for p in problems[:5])
-        raise ValidationException(detail=f"invalid workflow: {summary}", extra=problems)
+        raise HTTPException(
+            status_code=422, detail=f"invalid workflow: {summary}", extra=problems
+        )
     return fields
 
 
