@@ -16,6 +16,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 import nats.errors
@@ -80,6 +81,10 @@ class EventLog:
     @property
     def codec(self) -> EventCodec:
         return self._codec
+
+    @property
+    def nc(self) -> NATS:
+        return self._nc
 
     async def append(
         self,
@@ -222,6 +227,9 @@ class EventLog:
             return 0
         return msg.seq or 0
 
+    def watch(self, filter_subject: str) -> Watch:
+        return Watch(self, filter_subject)
+
     @contextlib.asynccontextmanager
     async def tail(
         self, filter_subject: str, *, after: int = 0
@@ -251,6 +259,49 @@ class EventLog:
         finally:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
+
+
+class Watch:
+    """A core-NATS subscription on a run's subjects: events as they are appended, at no cost
+    of a consumer. Delivery is at most once (a reconnect can drop messages), so watchers
+    confirm what matters from the log (`replay`) instead of trusting the watch alone."""
+
+    def __init__(self, log: EventLog, filter_subject: str) -> None:
+        self._log = log
+        self._filter = filter_subject
+        self.queue: asyncio.Queue[Envelope] = asyncio.Queue()
+        self._sub: Any = None
+
+    async def __aenter__(self) -> Watch:
+        async def on_msg(msg: Msg) -> None:
+            headers = msg.headers or {}
+            try:
+                events = self._log.codec.decode(msg.data)
+            except BatchDecodeError:
+                return
+            mid = headers.get(H_MSG_ID, "")
+            for i, event in enumerate(events):
+                self.queue.put_nowait(
+                    Envelope(
+                        event_id=f"{mid}:{i}",
+                        run_id=msg.subject.split(".")[2],
+                        subject=msg.subject,
+                        sequence=0,  # core delivery carries no stream sequence
+                        index=i,
+                        recorded_at=datetime.now(UTC),
+                        correlation_id=headers.get(H_CORRELATION),
+                        causation_id=headers.get(H_CAUSATION),
+                        traceparent=headers.get(H_TRACEPARENT),
+                        event=event,
+                    )
+                )
+
+        self._sub = await self._log.nc.subscribe(self._filter, cb=on_msg)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):
+            await self._sub.unsubscribe()
 
 
 def utc_from_ms(ms: int) -> datetime:

@@ -20,6 +20,7 @@ from contracts.health import HealthReply
 from libs.config import Settings
 from libs.db import apply_migrations, create_pool
 from libs.eventlog import EventLog, provision_run_stream
+from libs.service.work import WorkConsumer
 
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class ServiceContext:
         self._log: EventLog | None = None
         self._pool: asyncpg.Pool[Any] | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._consumers: list[WorkConsumer] = []
         self.broker.subscriber(subjects.health(service), include_in_schema=False)(self._health)
 
     async def _health(self) -> bytes:
@@ -94,6 +96,14 @@ class ServiceContext:
             async with self._pool.acquire() as conn:
                 await apply_migrations(conn)
 
+    def add_consumer(self, consumer: WorkConsumer) -> None:
+        """Start `consumer` once the context is open; stop it first when the service stops."""
+        self._consumers.append(consumer)
+
+    async def start_consumers(self) -> None:
+        for consumer in self._consumers:
+            await consumer.start(self.event_log)
+
     def ready(self) -> None:
         self.state = "healthy"
         log.info("%s ready (%s, pid %d)", self.service, self.instance, os.getpid())
@@ -104,6 +114,8 @@ class ServiceContext:
 
     async def close(self) -> None:
         self.state = "stopping"
+        for consumer in self._consumers:
+            await consumer.stop(self.settings.shutdown_grace_s)
         for closer in reversed(self._closers):
             with contextlib.suppress(Exception):
                 await closer()

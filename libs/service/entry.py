@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import uvloop
+
 from libs.config import Settings, SettingsError, load_settings
 
 
@@ -28,7 +30,10 @@ def run_service(service: str, main: Callable[[Settings], Coroutine[Any, Any, Non
         raise SystemExit(2) from None
     configure_logging(service, settings.log_level)
     try:
-        asyncio.run(main(settings))
+        # uvloop: the services spend their time in socket I/O (NATS, Postgres, HTTP), where
+        # it roughly halves the event loop's cost per message.
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main(settings))
     except KeyboardInterrupt:
         pass
     except SettingsError as exc:

@@ -3,18 +3,23 @@
 A message that is not an event batch is logged and terminated (`AckTerm`): it will never be
 delivered again and the service keeps running. A handler that raises gets the message
 redelivered after a back-off, at most `max_deliver` times in all.
+
+These consumers sit on the hot path of every run (a node dispatch, a node result), so they
+use nats-py's push subscription directly: FastStream's subscriber layer added about 1 ms per
+message here. Messages are taken in delivery order; with `max_workers` > 1 handlers run
+concurrently (a service whose work waits on the outside world).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from faststream.middlewares import AckPolicy
-from faststream.nats import JStream, NatsBroker, NatsMessage
 from nats.aio.msg import Msg
-from nats.js.api import AckPolicy as JsAckPolicy
-from nats.js.api import ConsumerConfig
+from nats.aio.subscription import Subscription
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from contracts.base import Envelope
 from contracts.catalog import BatchDecodeError
@@ -26,75 +31,111 @@ log = logging.getLogger(__name__)
 Handler = Callable[[list[Envelope], Msg], Awaitable[None]]
 
 
-def add_work_consumer(
-    broker: NatsBroker,
-    *,
-    service: str,
-    purpose: str,
-    subject: str,
-    event_log: Callable[[], EventLog],
-    handle: Handler,
-    max_deliver: int = 5,
-    ack_wait_s: float = 60.0,
-    max_ack_pending: int = 10_000,
-    description: str = "",
-    manual_ack: bool = False,
-    max_workers: int = 1,
-) -> None:
-    """Register a durable push consumer `<service>-<purpose>` (a queue group across replicas).
+class WorkConsumer:
+    def __init__(
+        self,
+        *,
+        service: str,
+        purpose: str,
+        subject: str,
+        handle: Handler,
+        max_deliver: int = 5,
+        ack_wait_s: float = 60.0,
+        max_ack_pending: int = 10_000,
+        manual_ack: bool = False,
+        max_workers: int = 1,
+    ) -> None:
+        self.durable = f"{service}-{purpose}"
+        self.subject = subject
+        self._handle = handle
+        self._max_deliver = max_deliver
+        self._ack_wait = ack_wait_s
+        self._max_ack_pending = max_ack_pending
+        self._manual_ack = manual_ack
+        self._slots = asyncio.Semaphore(max_workers) if max_workers > 1 else None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sub: Subscription | None = None
+        self._log: EventLog | None = None
 
-    With `manual_ack`, the handler owns the ack (it may ack later, from another task);
-    otherwise the message is acked when the handler returns. `max_workers` > 1 handles that
-    many messages at once (for services whose work waits on the outside world).
-    """
-    durable = f"{service}-{purpose}"
+    async def start(self, event_log: EventLog) -> None:
+        self._log = event_log
+        js = event_log.nc.jetstream()
+        # Durable push consumer with a deliver group: replicas share the work (queue semantics).
+        self._sub = await js.subscribe(
+            self.subject,
+            queue=self.durable,
+            durable=self.durable,
+            stream=RUN_STREAM,
+            cb=self._on_message,
+            manual_ack=True,
+            config=ConsumerConfig(
+                ack_policy=AckPolicy.EXPLICIT,
+                deliver_policy=DeliverPolicy.ALL,
+                max_deliver=self._max_deliver,
+                ack_wait=self._ack_wait,
+                max_ack_pending=self._max_ack_pending,
+            ),
+            pending_msgs_limit=-1,
+            pending_bytes_limit=-1,
+        )
 
-    async def on_message(msg: NatsMessage) -> None:
-        raw: Msg = msg.raw_message
+    async def stop(self, grace: float = 10.0) -> None:
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+            self._sub = None
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=grace)
+
+    async def _on_message(self, msg: Msg) -> None:
+        if self._slots is None:
+            await self._process(msg)
+            return
+        await self._slots.acquire()
+        task = asyncio.create_task(self._process(msg))
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if self._slots is not None:
+            self._slots.release()
+
+    async def _process(self, msg: Msg) -> None:
+        assert self._log is not None
         try:
-            envelopes = event_log().envelopes(raw)
+            envelopes = self._log.envelopes(msg)
         except BatchDecodeError as exc:
             log.error(
                 "%s rejects a malformed message on %s (stream seq %s): %s",
-                durable,
-                raw.subject,
-                _seq(raw),
+                self.durable,
+                msg.subject,
+                _seq(msg),
                 exc,
             )
-            await raw.term()
+            with contextlib.suppress(Exception):
+                await msg.term()
             return
         try:
-            await handle(envelopes, raw)
+            await self._handle(envelopes, msg)
         except Exception:
-            delivered = raw.metadata.num_delivered
+            delivered = msg.metadata.num_delivered
             log.exception(
-                "%s failed on %s (delivery %d of %d)", durable, raw.subject, delivered, max_deliver
+                "%s failed on %s (delivery %d of %d)",
+                self.durable,
+                msg.subject,
+                delivered,
+                self._max_deliver,
             )
-            if delivered >= max_deliver:
-                await raw.term()
-            else:
-                await raw.nak(delay=min(2.0**delivered, 30.0))
+            with contextlib.suppress(Exception):
+                if delivered >= self._max_deliver:
+                    await msg.term()
+                else:
+                    await msg.nak(delay=min(2.0**delivered, 30.0))
             return
-        if not manual_ack:
-            await raw.ack()
-
-    extra: dict[str, int] = {"max_workers": max_workers} if max_workers > 1 else {}
-    broker.subscriber(
-        subject,
-        stream=JStream(RUN_STREAM, declare=False),
-        durable=durable,
-        queue=durable,
-        config=ConsumerConfig(
-            ack_policy=JsAckPolicy.EXPLICIT,
-            max_deliver=max_deliver,
-            ack_wait=ack_wait_s,
-            max_ack_pending=max_ack_pending,
-        ),
-        ack_policy=AckPolicy.MANUAL,
-        description=description or f"{service} consumes {subject}",
-        title=durable,
-        **extra,  # type: ignore[call-overload]
-    )(on_message)
+        if not self._manual_ack:
+            with contextlib.suppress(Exception):
+                await msg.ack()
 
 
 def _seq(raw: Msg) -> str:

@@ -15,6 +15,6 @@ def build_app(ctx: ServiceContext, *, register: Callable[[ServiceContext], None]
     return FastStream(
         ctx.broker,
         on_startup=[ctx.open],
-        after_startup=[ctx.ready],
-        after_shutdown=[ctx.close],
+        after_startup=[ctx.start_consumers, ctx.ready],
+        on_shutdown=[ctx.close],
     )

@@ -153,9 +153,15 @@ class ExecuteController(Controller):
         run = await _run_request(request, prepared)
         simple = _truthy(request.headers.get("x-simple-response"), True)
         settings = request.app.state.settings
-        async with started_run(request.app.state.ctx.event_log, run) as (run_id, queue):
+        event_log = request.app.state.ctx.event_log
+        async with started_run(event_log, run, watch=True) as (run_id, queue):
             outcome = await wait_for_outcome(
-                run_id, queue, timeout=settings.execute_timeout_s, early_return=True
+                event_log,
+                run_id,
+                queue,
+                timeout=settings.execute_timeout_s,
+                early_return=True,
+                with_results=not simple,
             )
         if outcome.completed is None and outcome.early is None:
             return Response(

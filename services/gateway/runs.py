@@ -85,11 +85,20 @@ def new_run_request(
 
 @contextlib.asynccontextmanager
 async def started_run(
-    event_log: EventLog, request: RunRequested, *, run_id: str | None = None
+    event_log: EventLog, request: RunRequested, *, run_id: str | None = None, watch: bool = False
 ) -> AsyncIterator[tuple[str, asyncio.Queue[Envelope]]]:
-    """Append the run's request and yield its id with a live feed of every event it gets."""
+    """Append the run's request and yield its id with a live feed of every event it gets.
+
+    The feed is an ordered consumer (nothing missed: for streams) or, with `watch`, a core
+    subscription (no consumer to create: for a caller that confirms the end from the log).
+    """
     rid = run_id or uuid.uuid4().hex
-    async with event_log.tail(subjects.run_all(rid)) as queue:
+    async with contextlib.AsyncExitStack() as stack:
+        queue: asyncio.Queue[Envelope]
+        if watch:
+            queue = (await stack.enter_async_context(event_log.watch(subjects.run_all(rid)))).queue
+        else:
+            queue = await stack.enter_async_context(event_log.tail(subjects.run_all(rid)))
         await event_log.append(
             subjects.run_commands(rid),
             [request],
@@ -102,29 +111,50 @@ async def started_run(
 
 
 async def wait_for_outcome(
-    run_id: str, queue: asyncio.Queue[Envelope], *, timeout: float, early_return: bool
+    event_log: EventLog,
+    run_id: str,
+    queue: asyncio.Queue[Envelope],
+    *,
+    timeout: float,
+    early_return: bool,
+    with_results: bool,
 ) -> RunOutcome:
+    """Wait on a watch for the run's end (or early output); the log has the last word.
+
+    The watch may have missed events (core delivery), so the node results come from a
+    replay, and a quiet watch is checked against the log every few seconds.
+    """
     outcome = RunOutcome(run_id=run_id)
     deadline = time.monotonic() + timeout
-    while True:
+    while outcome.completed is None and outcome.early is None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return outcome
+            break
         try:
-            env = await asyncio.wait_for(queue.get(), remaining)
+            env = await asyncio.wait_for(queue.get(), min(remaining, 5.0))
         except TimeoutError:
-            return outcome
+            _take(outcome, await event_log.replay(run_id), early_return=early_return)
+            continue
+        _take(outcome, [env], early_return=early_return)
+    if with_results and (outcome.completed is not None or outcome.early is not None):
+        outcome.node_results = []
+        _take(outcome, await event_log.replay(run_id), early_return=early_return, results=True)
+    return outcome
+
+
+def _take(
+    outcome: RunOutcome, envelopes: list[Envelope], *, early_return: bool, results: bool = False
+) -> None:
+    for env in envelopes:
         ev = env.event
-        if isinstance(ev, NodeCompleted):
+        if results and isinstance(ev, NodeCompleted):
             outcome.node_results.append(node_result(env, ev))
-        elif isinstance(ev, NodeRetryScheduled):
+        elif results and isinstance(ev, NodeRetryScheduled):
             outcome.node_results.append(retry_result(env, ev))
-        elif isinstance(ev, RunOutputReady) and early_return:
+        elif isinstance(ev, RunOutputReady) and early_return and outcome.early is None:
             outcome.early = ev
-            return outcome
         elif isinstance(ev, RunCompleted):
             outcome.completed = ev
-            return outcome
 
 
 async def request_cancel(event_log: EventLog, run_id: str, reason: str) -> None:

@@ -97,9 +97,7 @@ def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None)
     )
     if problems:
         summary = "; ".join(p["message"] for p in problems[:5])
-        raise HTTPException(
-            status_code=422, detail=f"invalid workflow: {summary}", extra=problems
-        )
+        raise HTTPException(status_code=422, detail=f"invalid workflow: {summary}", extra=problems)
     return fields
 
 

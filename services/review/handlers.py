@@ -9,7 +9,7 @@ from nats.aio.msg import Msg
 from contracts import subjects
 from contracts.base import Envelope
 from libs.service import ServiceContext
-from libs.service.work import add_work_consumer
+from libs.service.work import WorkConsumer
 
 log = logging.getLogger(__name__)
 
@@ -19,12 +19,11 @@ def register(ctx: ServiceContext) -> None:
         for env in envelopes:
             log.debug("review has no handler yet for %s", type(env.event).__name__)
 
-    add_work_consumer(
-        ctx.broker,
-        service=ctx.service,
-        purpose="work",
-        subject=subjects.work_for(ctx.service),
-        event_log=lambda: ctx.event_log,
-        handle=on_work,
-        description="Scheduler decisions that dispatch work to the review service.",
+    ctx.add_consumer(
+        WorkConsumer(
+            service=ctx.service,
+            purpose="work",
+            subject=subjects.work_for(ctx.service),
+            handle=on_work,
+        )
     )

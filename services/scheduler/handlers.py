@@ -11,7 +11,7 @@ from nats.aio.msg import Msg
 from contracts import subjects
 from contracts.base import Envelope
 from libs.service import ServiceContext
-from libs.service.work import add_work_consumer
+from libs.service.work import WorkConsumer
 from services.scheduler.actors import RunRegistry
 from services.scheduler.effects import Effects
 
@@ -26,15 +26,14 @@ def register(ctx: ServiceContext) -> None:
         registry.deliver(envelopes, msg)
         ctx.details["active_runs"] = str(len(registry))
 
-    add_work_consumer(
-        ctx.broker,
-        service=ctx.service,
-        purpose="runs",
-        subject=subjects.ALL_RUN_EVENTS,
-        event_log=lambda: ctx.event_log,
-        handle=on_event,
-        manual_ack=True,
-        ack_wait_s=120.0,
-        max_ack_pending=50_000,
-        description="Every run event, folded into run state to decide what runs next.",
+    ctx.add_consumer(
+        WorkConsumer(
+            service=ctx.service,
+            purpose="runs",
+            subject=subjects.ALL_RUN_EVENTS,
+            handle=on_event,
+            manual_ack=True,
+            ack_wait_s=120.0,
+            max_ack_pending=50_000,
+        )
     )

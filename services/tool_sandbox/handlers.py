@@ -18,7 +18,7 @@ from contracts import subjects
 from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
 from libs.service import ServiceContext
-from libs.service.work import add_work_consumer
+from libs.service.work import WorkConsumer
 from services.tool_sandbox.nodes import NodeRunner
 
 log = logging.getLogger(__name__)
@@ -56,16 +56,15 @@ def register(ctx: ServiceContext) -> None:
             with contextlib.suppress(asyncio.CancelledError):
                 await keepalive
 
-    add_work_consumer(
-        ctx.broker,
-        service=ctx.service,
-        purpose="work",
-        subject=subjects.work_for(ctx.service),
-        event_log=lambda: ctx.event_log,
-        handle=on_work,
-        max_workers=64,
-        ack_wait_s=60.0,
-        description="Scheduler decisions that dispatch work to the tool sandbox.",
+    ctx.add_consumer(
+        WorkConsumer(
+            service=ctx.service,
+            purpose="work",
+            subject=subjects.work_for(ctx.service),
+            handle=on_work,
+            max_workers=64,
+            ack_wait_s=60.0,
+        )
     )
 
 
