@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import time
@@ -16,11 +17,12 @@ from nats.aio.client import Client as NATS
 
 from contracts import subjects
 from contracts.health import HealthReply
-from libs.accounts import ensure_admin
+from libs.accounts import ADMIN_EMAIL, ensure_admin
 from libs.config import Settings
 from libs.db import apply_migrations
 from libs.db.pool import init_connection
 from libs.devstack.children import Child, child_env, current_env, watch
+from libs.devstack.demo import EXAMPLE_NAME, ensure_example, run_example
 from libs.embedded import EmbeddedNats, EmbeddedPostgres
 from libs.embedded.process import port_open
 from libs.eventlog import provision_run_stream
@@ -48,6 +50,8 @@ class Stack:
         self.database_url = settings.database_url or ""
         self.children: dict[str, Child] = {}
         self.stopping = asyncio.Event()
+        self.example_id: str | None = None
+        self.admin_id = ""
 
     # -- infrastructure -------------------------------------------------------------------
     def start_infra(self) -> None:
@@ -89,7 +93,12 @@ class Stack:
         try:
             await init_connection(conn)
             await apply_migrations(conn)
-            return await ensure_admin(conn, self.settings.admin_api_key)
+            new_key = await ensure_admin(conn, self.settings.admin_api_key)
+            self.example_id = await ensure_example(conn)
+            self.admin_id = str(
+                await conn.fetchval("SELECT id FROM users WHERE email = $1", ADMIN_EMAIL)
+            )
+            return new_key
         finally:
             await conn.close()
 
@@ -200,10 +209,20 @@ async def run_stack(settings: Settings) -> int:
         nc = await nats.connect(stack.nats_url)
         try:
             health = await stack.wait_healthy(nc)
+            say(stack.status_table(health))
+            if stack.example_id:
+                done = await run_example(nc, stack.example_id, stack.admin_id)
+                outputs = json.dumps(done.outputs)
+                say(f"Example workflow {EXAMPLE_NAME!r} ran ({done.status}): {outputs}")
         finally:
             await nc.close()
-        say(stack.status_table(health))
         base = f"http://{settings.http_host}:{settings.http_port}"
+        if stack.example_id:
+            say(
+                f"Run it yourself: curl -s -X POST {base}/api/workflows/{stack.example_id}/execute "
+                '-H "X-MCP-Key: $HEYM_API_KEY" -H "Content-Type: application/json" '
+                '-d \'{"text": "you"}\''
+            )
         say(
             f"Heym is ready at {base} (OpenAPI {base}/schema, events {base}/asyncapi.json). "
             f"Logs in {stack.data_dir / 'logs'}. Ctrl-C stops everything."

@@ -30,10 +30,17 @@ from tests.e2e.system import System
 
 
 def node(nid: str, ntype: str, label: str, **data: Any) -> dict[str, Any]:
-    return {"id": nid, "type": ntype, "position": {"x": 0, "y": 0}, "data": {"label": label, **data}}
+    return {
+        "id": nid,
+        "type": ntype,
+        "position": {"x": 0, "y": 0},
+        "data": {"label": label, **data},
+    }
 
 
-def chain(kind: str, count: int, target: str = "") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def chain(
+    kind: str, count: int, target: str = ""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     nodes = [node("in", "textInput", "start")]
     edges = []
     prev = "in"
@@ -41,7 +48,14 @@ def chain(kind: str, count: int, target: str = "") -> tuple[list[dict[str, Any]]
         if kind == "http":
             nodes.append(node(f"n{i}", "http", f"call{i}", curl=f"curl {target}/echo"))
         else:
-            nodes.append(node(f"n{i}", "set", f"step{i}", mappings=[{"key": "v", "value": f"$start.seed + {i}"}]))
+            nodes.append(
+                node(
+                    f"n{i}",
+                    "set",
+                    f"step{i}",
+                    mappings=[{"key": "v", "value": f"$start.seed + {i}"}],
+                )
+            )
         edges.append({"id": f"e{i}", "source": prev, "target": f"n{i}"})
         prev = f"n{i}"
     return nodes, edges
@@ -78,10 +92,14 @@ async def running_system() -> AsyncIterator[System]:
             nats_server.stop()
 
 
-async def run_once(log: EventLog, nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> float:
+async def run_once(
+    log: EventLog, nodes: list[dict[str, Any]], edges: list[dict[str, Any]]
+) -> float:
     """Request a run through the event log and time it until RunCompleted is recorded."""
     run_id = uuid.uuid4().hex
-    request = RunRequested(workflow_id="bench", nodes=nodes, edges=edges, inputs={"body": {"seed": 1}})
+    request = RunRequested(
+        workflow_id="bench", nodes=nodes, edges=edges, inputs={"body": {"seed": 1}}
+    )
     async with log.tail(subjects.run_all(run_id)) as queue:
         t = time.perf_counter()
         await log.append(subjects.run_commands(run_id), [request], expected_sequence=0)
@@ -92,7 +110,13 @@ async def run_once(log: EventLog, nodes: list[dict[str, Any]], edges: list[dict[
                 return time.perf_counter() - t
 
 
-async def per_node(log: EventLog, name: str, graph: tuple[list[dict[str, Any]], list[dict[str, Any]]], runs: int, **params: Any) -> Figure:
+async def per_node(
+    log: EventLog,
+    name: str,
+    graph: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+    runs: int,
+    **params: Any,
+) -> Figure:
     nodes, edges = graph
     count = len(nodes)
     for _ in range(3):
@@ -108,7 +132,9 @@ async def rest_three_node(system: System, runs: int) -> Figure:
         nodes, edges = chain("set", 1)
         nodes.append(node("o", "output", "result", message="$step0.v"))
         edges.append({"id": "eo", "source": "n0", "target": "o"})
-        wid = (await c.post("/api/workflows", json={"name": "bench3", "nodes": nodes, "edges": edges})).json()["id"]
+        wid = (
+            await c.post("/api/workflows", json={"name": "bench3", "nodes": nodes, "edges": edges})
+        ).json()["id"]
         for _ in range(5):
             await c.post(f"/api/workflows/{wid}/execute", json={"seed": 1})
         samples = []
@@ -130,16 +156,34 @@ async def throughput(log: EventLog, total: int, in_flight: int) -> Figure:
 
     t = time.perf_counter()
     await asyncio.gather(*(one() for _ in range(total)))
-    return rate("10-node workflow throughput", total, time.perf_counter() - t, unit="runs/s", in_flight=in_flight)
+    return rate(
+        "10-node workflow throughput",
+        total,
+        time.perf_counter() - t,
+        unit="runs/s",
+        in_flight=in_flight,
+    )
 
 
 async def run() -> list[Figure]:
     figures: list[Figure] = []
     async with running_system() as system, connected(system.nats_url) as nc, HttpTarget() as target:
         log = EventLog(nc)
-        figures.append(await per_node(log, "engine overhead, 50-node chain of set nodes", chain("set", 49), 30))
-        figures.append(await per_node(log, "engine overhead, 20-wide fan-out into merge", fan_out(20), 30))
-        figures.append(await per_node(log, "engine overhead, 10-node chain of HTTP nodes", chain("http", 9, target.url), 30, side_effecting=True))
+        figures.append(
+            await per_node(log, "engine overhead, 50-node chain of set nodes", chain("set", 49), 30)
+        )
+        figures.append(
+            await per_node(log, "engine overhead, 20-wide fan-out into merge", fan_out(20), 30)
+        )
+        figures.append(
+            await per_node(
+                log,
+                "engine overhead, 10-node chain of HTTP nodes",
+                chain("http", 9, target.url),
+                30,
+                side_effecting=True,
+            )
+        )
         figures.append(await rest_three_node(system, 200))
         figures.append(await throughput(log, 500, 50))
     return figures

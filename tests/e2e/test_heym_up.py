@@ -46,6 +46,11 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
     run_id = uuid.uuid4().hex
     async with heym_up(data_dir, API_KEY) as stack:
         body = await healthy(stack.base_url)
+        # the main job: the example workflow ran and answered
+        assert any(
+            "Example workflow 'Hello Heym' ran (success)" in line and "Hello, world!" in line
+            for line in stack.output
+        ), stack.output
         assert len(body["services"]) == 5  # type: ignore[arg-type]
         assert set(stack.pids) == {"nats", "postgres", *subjects.SERVICES}
 
