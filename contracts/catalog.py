@@ -15,10 +15,11 @@ from typing import Any
 import msgspec
 
 from contracts.base import Event, UnknownEvent
+from contracts.agents import AGENT_EVENTS
 from contracts.nodes import NODE_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
 
-EVENT_TYPES: tuple[type[Event], ...] = (*RUN_LIFECYCLE_EVENTS, *NODE_EVENTS)
+EVENT_TYPES: tuple[type[Event], ...] = (*RUN_LIFECYCLE_EVENTS, *NODE_EVENTS, *AGENT_EVENTS)
 
 
 class BatchDecodeError(ValueError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
+from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
 from contracts.nodes import (
     ChildRunStarted,
@@ -104,6 +105,8 @@ def _apply(state: RunState, event: Event) -> None:
         state.output_ready = True
     elif isinstance(event, RunCompleted):
         state.completed = event
+    elif isinstance(event, AGENT_EVENTS):
+        return  # an agent invocation's own history: the agent runtime folds it
     else:  # pragma: no cover - the catalogue and this fold must grow together
         assert_never(event)  # type: ignore[arg-type]
 
@@ -126,8 +129,8 @@ def _drop_timers(state: RunState, node_id: str) -> None:
 def complete(state: RunState, event: NodeCompleted) -> None:
     nid = event.node_id
     graph = state.graph
-    if nid not in graph.nodes:
-        return
+    if nid not in graph.nodes or nid in graph.pre_skipped:
+        return  # sub-agents and tool nodes run inside an agent, never as workflow nodes
     if event.status == "error":
         state.status[nid] = ERROR
         if state.first_error is None and nid not in graph.error_flow:
