@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
-from contracts.base import Event, UnknownEvent
 from contracts.agents import AGENT_EVENTS
+from contracts.base import Event, UnknownEvent
 from contracts.nodes import NODE_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
 

@@ -41,6 +41,10 @@ class NodeCall:
         return self._inputs
 
     @property
+    def vars(self) -> dict[str, Any]:
+        return self.state.vars
+
+    @property
     def first_input(self) -> Any:
         return next(iter(self.inputs.values()), None)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from libs.expressions import ExpressionError, resolve_value
+from libs.nodes import Outcome
+from libs.nodes.data import resolve_mappings
 from services.scheduler.domain.context import NodeCall
-from services.scheduler.domain.nodes import Outcome
-from services.scheduler.domain.nodes.data import resolve_mappings
 
 
 def child_inputs(call: NodeCall) -> dict[str, Any] | Outcome:

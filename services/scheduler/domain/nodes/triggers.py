@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from libs.expressions import render_template
+from libs.nodes import Outcome
 from services.scheduler.domain.context import NodeCall
-from services.scheduler.domain.nodes.outcome import Outcome
 
 
 def text_input(call: NodeCall) -> Outcome:

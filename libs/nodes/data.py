@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from libs.expressions import ExpressionError, resolve_value, stringify
-from services.scheduler.domain.context import NodeCall
-from services.scheduler.domain.nodes.outcome import Outcome
+from libs.nodes.outcome import Outcome
+from libs.nodes.view import NodeView
 
 
-def merge(call: NodeCall) -> Outcome:
+def merge(call: NodeView) -> Outcome:
     """Waits for every live input (the ready set does that); skipped sources are left out."""
     merged = {
         label: output if isinstance(output, dict) else {"value": output}
@@ -18,7 +18,7 @@ def merge(call: NodeCall) -> Outcome:
     return Outcome(output={"merged": merged})
 
 
-def resolve_mappings(call: NodeCall, mappings: Any, field: str) -> dict[str, Any] | Outcome:
+def resolve_mappings(call: NodeView, mappings: Any, field: str) -> dict[str, Any] | Outcome:
     out: dict[str, Any] = {}
     for i, mapping in enumerate(mappings if isinstance(mappings, list) else []):
         if not isinstance(mapping, dict):
@@ -36,7 +36,7 @@ def resolve_mappings(call: NodeCall, mappings: Any, field: str) -> dict[str, Any
     return out
 
 
-def set_node(call: NodeCall) -> Outcome:
+def set_node(call: NodeView) -> Outcome:
     resolved = resolve_mappings(call, call.data.get("mappings"), "mappings")
     if isinstance(resolved, Outcome):
         return resolved
@@ -62,7 +62,7 @@ def _coerce(value: Any, kind: str) -> Any:
     return value
 
 
-def variable(call: NodeCall) -> Outcome:
+def variable(call: NodeView) -> Outcome:
     data = call.data
     name = str(data.get("variableName", "")).strip()
     if not name:
@@ -70,9 +70,9 @@ def variable(call: NodeCall) -> Outcome:
     raw = data.get("variableValue", "")
     kind = str(data.get("variableType") or "auto")
     ctx = call.ctx
-    if kind == "array" and not isinstance(call.state.vars.get(name), list):
+    if kind == "array" and not isinstance(call.vars.get(name), list):
         # `$vars.list.add(x)` on a list not yet set starts it (Heym's append fast path).
-        ctx = ctx.with_names({"vars": {**call.state.vars, name: []}})
+        ctx = ctx.with_names({"vars": {**call.vars, name: []}})
     try:
         value = resolve_value(raw, ctx)
     except ExpressionError as exc:

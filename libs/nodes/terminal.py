@@ -7,12 +7,12 @@ import json
 from typing import Any
 
 from libs.expressions import ExpressionError, resolve_value
-from services.scheduler.domain.context import NodeCall
-from services.scheduler.domain.nodes.data import resolve_mappings
-from services.scheduler.domain.nodes.outcome import Outcome
+from libs.nodes.data import resolve_mappings
+from libs.nodes.outcome import Outcome
+from libs.nodes.view import NodeView
 
 
-def output(call: NodeCall) -> Outcome:
+def output(call: NodeView) -> Outcome:
     data = call.data
     schema = data.get("outputSchema")
     if isinstance(schema, list) and schema:

@@ -1,17 +1,17 @@
-"""Flow nodes: consoleLog (log and pass through), throwError, disableNode (this run only)."""
+"""Flow nodes: consoleLog (log and pass through) and throwError."""
 
 from __future__ import annotations
 
 import logging
 
 from libs.expressions import ExpressionError, render_template
-from services.scheduler.domain.context import NodeCall
-from services.scheduler.domain.nodes.outcome import Outcome
+from libs.nodes.outcome import Outcome
+from libs.nodes.view import NodeView
 
 log = logging.getLogger("heym.workflow.console")
 
 
-def console_log(call: NodeCall) -> Outcome:
+def console_log(call: NodeView) -> Outcome:
     template = str(call.data.get("logMessage", ""))
     try:
         message = render_template(template, call.ctx)
@@ -21,7 +21,7 @@ def console_log(call: NodeCall) -> Outcome:
     return Outcome(output=call.first_input, metadata={"log": message})
 
 
-def throw_error(call: NodeCall) -> Outcome:
+def throw_error(call: NodeView) -> Outcome:
     """Fails the run on purpose; not retried (the failure is the node's intended result)."""
     template = str(call.data.get("errorMessage") or "Workflow error")
     try:
@@ -36,12 +36,3 @@ def throw_error(call: NodeCall) -> Outcome:
     if not 400 <= code <= 599:
         code = 500
     return Outcome.fail(message, retryable=False, output={"httpStatusCode": code})
-
-
-def disable_node(call: NodeCall) -> Outcome:
-    """Skips `targetNodeLabel` for the rest of this run; the stored workflow is not changed
-    (Heym also wrote `active: false` into the saved workflow, a surprise we do not copy)."""
-    target = str(call.data.get("targetNodeLabel", ""))
-    if target not in call.state.graph.by_label:
-        return Outcome.fail(f"node {call.label!r}: no node labelled {target!r}", retryable=False)
-    return Outcome(output={"disabledNode": target})
