@@ -12,6 +12,7 @@ from typing import Any, Literal
 import msgspec
 
 from contracts.base import Event
+from contracts.runs import WorkflowSnapshot
 
 ToolStatus = Literal["success", "error", "pending", "timeout", "cancelled"]
 
@@ -44,15 +45,9 @@ class LlmCallRecorded(Event, tag="agent.llm_call", frozen=True):
     fallback_used: bool = False
     grace: bool = False
     request_messages: int = 0
-
-
-class ToolCallStarted(Event, tag="agent.tool_started", frozen=True):
-    turn: int
-    tool_call_id: str
-    name: str
-    source: str
-    started_at_ms: int
-    safe_arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    # The stored (redacted, size-bounded) copy of the request and response for the LLM trace;
+    # the loop itself works from the full record.
+    trace: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class ToolCallRecorded(Event, tag="agent.tool_result", frozen=True):
@@ -103,6 +98,10 @@ class SubAgentDispatched(Event, tag="agent.sub_agent_dispatched", frozen=True):
     workflow_id: str = ""
     owner_id: str = ""
     timezone: str = "UTC"
+    workflow: WorkflowSnapshot | None = None
+    sub_workflows: dict[str, WorkflowSnapshot] = msgspec.field(default_factory=dict)
+    run_depth: int = 0
+    trigger_source: str = "API"
 
 
 class NodeToolDispatched(Event, tag="agent.node_tool_dispatched", frozen=True):
@@ -124,7 +123,6 @@ class NodeToolDispatched(Event, tag="agent.node_tool_dispatched", frozen=True):
 AGENT_EVENTS: tuple[type[Event], ...] = (
     AgentStarted,
     LlmCallRecorded,
-    ToolCallStarted,
     ToolCallRecorded,
     ContextCompressed,
     SubAgentDispatched,

@@ -7,6 +7,7 @@ from typing import Any, Literal
 import msgspec
 
 from contracts.base import Event
+from contracts.runs import WorkflowSnapshot
 
 NodeStatus = Literal["success", "error", "skipped", "pending"]
 
@@ -35,6 +36,11 @@ class NodeDispatched(Event, tag="node.dispatched", frozen=True):
     owner_id: str = ""
     depth: int = 0
     test_run: bool = False
+    # For agent nodes: the workflow (sub-agents and canvas tool nodes are found in it) and
+    # the sub-workflows the agent may call, as snapshotted when the run started.
+    workflow: WorkflowSnapshot | None = None
+    sub_workflows: dict[str, WorkflowSnapshot] = msgspec.field(default_factory=dict)
+    trigger_source: str = "API"
 
 
 class NodeCompleted(Event, tag="node.completed", frozen=True):

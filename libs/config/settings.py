@@ -22,6 +22,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     nats_port: int = 4222
     database_url: str | None = None
     admin_api_key: str | None = None
+    # URL-safe base64 32-byte key for stored credentials; unset, `heym up` keeps one in
+    # <data_dir>/secret.key and passes it to its services.
+    secret_key: str | None = None
     log_level: str = "INFO"
     # How long a service waits for in-flight work when asked to stop.
     shutdown_grace_s: float = 10.0
@@ -36,6 +39,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         if not self.nats_url:
             raise SettingsError("HEYM_NATS_URL is not set (`heym up` sets it for its services)")
         return self.nats_url
+
+    def require_secret_key(self) -> str:
+        if not self.secret_key:
+            raise SettingsError("HEYM_SECRET_KEY is not set (`heym up` sets it for its services)")
+        return self.secret_key
 
     def require_database(self) -> str:
         if not self.database_url:
@@ -88,6 +96,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         nats_port=_int(env, "HEYM_NATS_PORT", 4222, lo=0, hi=65535),
         database_url=text("HEYM_DATABASE_URL"),
         admin_api_key=text("HEYM_ADMIN_API_KEY"),
+        secret_key=text("HEYM_SECRET_KEY"),
         log_level=level,
         shutdown_grace_s=_float(env, "HEYM_SHUTDOWN_GRACE_S", 10.0),
         execute_timeout_s=_float(env, "HEYM_EXECUTE_TIMEOUT_S", 300.0),

@@ -26,6 +26,7 @@ from libs.devstack.demo import EXAMPLE_NAME, ensure_example, run_example
 from libs.embedded import EmbeddedNats, EmbeddedPostgres
 from libs.embedded.process import port_open
 from libs.eventlog import provision_run_stream
+from libs.secrets import load_or_create_key
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,8 @@ class Stack:
             HEYM_NATS_URL=self.nats_url,
             HEYM_DATABASE_URL=self.database_url,
             HEYM_DATA_DIR=str(self.data_dir),
+            HEYM_SECRET_KEY=self.settings.secret_key
+            or load_or_create_key(self.data_dir / "secret.key"),
         )
         for name in SERVICE_ORDER:
             child = Child(name, env, self.data_dir / "logs")

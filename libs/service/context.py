@@ -14,6 +14,7 @@ import asyncpg
 import msgspec
 from faststream.nats import NatsBroker
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 
 from contracts import subjects
 from contracts.health import HealthReply
@@ -51,6 +52,7 @@ class ServiceContext:
         self._pool: asyncpg.Pool[Any] | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._consumers: list[WorkConsumer] = []
+        self._responders: list[tuple[str, Callable[[Msg], Awaitable[None]]]] = []
         self.broker.subscriber(subjects.health(service), include_in_schema=False)(self._health)
 
     async def _health(self) -> bytes:
@@ -96,6 +98,10 @@ class ServiceContext:
             async with self._pool.acquire() as conn:
                 await apply_migrations(conn)
 
+    def add_responder(self, subject: str, handler: Callable[[Msg], Awaitable[None]]) -> None:
+        """A core request/reply responder (queue group per service), started with the consumers."""
+        self._responders.append((subject, handler))
+
     def add_consumer(self, consumer: WorkConsumer) -> None:
         """Start `consumer` once the context is open; stop it first when the service stops."""
         self._consumers.append(consumer)
@@ -103,6 +109,8 @@ class ServiceContext:
     async def start_consumers(self) -> None:
         for consumer in self._consumers:
             await consumer.start(self.event_log)
+        for subject, handler in self._responders:
+            await self.nc.subscribe(subject, queue=f"{self.service}-responders", cb=handler)
 
     def ready(self) -> None:
         self.state = "healthy"

@@ -14,7 +14,9 @@ from litestar.openapi import OpenAPIConfig
 
 from libs.config import Settings
 from libs.eventlog import EventLogError
+from libs.secrets import SecretBox
 from libs.service import ServiceContext
+from services.gateway.credentials import CredentialController
 from services.gateway.event_docs import EventDocsController
 from services.gateway.execute import ExecuteController
 from services.gateway.expressions_api import ExpressionController
@@ -35,6 +37,7 @@ def _event_log_unavailable(request: Request[Any, Any, State], exc: Exception) ->
 
 
 def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litestar:
+    secrets_box = SecretBox.from_setting(settings.require_secret_key())  # fail before opening
     context = ctx or ServiceContext(SERVICE, settings)
 
     @contextlib.asynccontextmanager
@@ -43,6 +46,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
         await context.broker.start()
         app.state.ctx = context
         app.state.settings = settings
+        app.state.secrets = secrets_box
         context.ready()
         try:
             yield
@@ -56,6 +60,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             HealthController,
             EventDocsController,
             WorkflowController,
+            CredentialController,
             ExecuteController,
             HistoryController,
             ExpressionController,

@@ -15,11 +15,14 @@ import httpx
 from nats.aio.msg import Msg
 
 from contracts import subjects
+from contracts.agents import NodeToolDispatched
 from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
+from contracts.tools import TOOL_SUBJECT
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer
-from services.tool_sandbox.nodes import NodeRunner
+from services.tool_sandbox.nodes import NodeRunner, as_dispatch
+from services.tool_sandbox.tools import answer_tool_request
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +44,8 @@ def register(ctx: ServiceContext) -> None:
         work = [
             (env, env.event)
             for env in envelopes
-            if isinstance(env.event, NodeDispatched) and env.event.service == ctx.service
+            if (isinstance(env.event, NodeDispatched) and env.event.service == ctx.service)
+            or isinstance(env.event, NodeToolDispatched)
         ]
         if not work:
             return
@@ -49,12 +53,20 @@ def register(ctx: ServiceContext) -> None:
         keepalive = asyncio.create_task(_keep_alive(msg))
         try:
             await asyncio.gather(
-                *(get_runner().run(env, ev, redelivered=redelivered) for env, ev in work)
+                *(
+                    get_runner().run(env, as_dispatch(ev), redelivered=redelivered)
+                    for env, ev in work
+                )
             )
         finally:
             keepalive.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keepalive
+
+    async def run_tool(msg: Msg) -> None:
+        await msg.respond(await answer_tool_request(msg.data))
+
+    ctx.add_responder(TOOL_SUBJECT, run_tool)
 
     ctx.add_consumer(
         WorkConsumer(

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import httpx
 
 from contracts import subjects
+from contracts.agents import NodeToolDispatched
 from contracts.base import Envelope, Event
 from contracts.nodes import NodeAttemptFailed, NodeCompleted, NodeDispatched
 from libs.eventlog import ConcurrencyConflict, EventLog
@@ -20,6 +21,25 @@ log = logging.getLogger(__name__)
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def as_dispatch(ev: NodeDispatched | NodeToolDispatched) -> NodeDispatched:
+    """A canvas node run as an agent tool is executed like any dispatched node."""
+    if isinstance(ev, NodeDispatched):
+        return ev
+    return NodeDispatched(
+        invocation_id=ev.invocation_id,
+        node_id=ev.node_id,
+        node_label=ev.node_label,
+        node_type=ev.node_type,
+        service="tool_sandbox",
+        node=ev.node,
+        inputs=ev.inputs,
+        upstream=ev.upstream,
+        vars=ev.vars,
+        idempotency_key=ev.idempotency_key,
+        dispatched_at_ms=_now_ms(),
+    )
 
 
 class NodeRunner:

@@ -23,6 +23,7 @@ from contracts import subjects
 from libs.accounts.api_keys import add_api_key, create_user, generate_api_key
 from libs.devstack.children import Child
 from libs.embedded.process import free_port
+from libs.secrets import generate_key
 
 
 class System:
@@ -38,6 +39,7 @@ class System:
             HEYM_DATABASE_URL=database_url,
             HEYM_HTTP_PORT=str(self.http_port),
             HEYM_SHUTDOWN_GRACE_S="5",
+            HEYM_SECRET_KEY=generate_key(),
             PYTHONUNBUFFERED="1",
             **env,
         )

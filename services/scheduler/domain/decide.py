@@ -22,7 +22,7 @@ from contracts.nodes import (
     NodeRetryScheduled,
     TimerScheduled,
 )
-from contracts.runs import RunCompleted, RunOutputReady, RunStarted
+from contracts.runs import RunCompleted, RunOutputReady, RunStarted, WorkflowSnapshot
 from contracts.subjects import NO_SERVICE
 from contracts.workflows import MAX_SUB_WORKFLOW_DEPTH, NODE_TYPES
 from services.scheduler.domain.context import NodeCall, upstream_outputs
@@ -206,6 +206,8 @@ class _Decider:
                 owner_id=s.request.owner_id,
                 depth=s.depth,
                 test_run=s.request.test_run,
+                trigger_source=s.request.trigger_source,
+                **_agent_context(s, nid),
             ),
             target=service,
         )
@@ -425,6 +427,25 @@ class _Decider:
                 finished_at_ms=self.now,
             )
         )
+
+
+def _agent_context(s: RunState, nid: str) -> dict[str, Any]:
+    """What an agent needs beyond its node: the workflow and the sub-workflows it may call."""
+    if s.graph.types[nid] != "agent":
+        return {}
+    request = s.request
+    allowed = [str(w) for w in (s.graph.data[nid].get("subWorkflowIds") or [])]
+    return {
+        "workflow": WorkflowSnapshot(
+            id=request.workflow_id,
+            name=request.workflow_name,
+            nodes=request.nodes,
+            edges=request.edges,
+        ),
+        "sub_workflows": {
+            w: request.workflow_cache[w] for w in allowed if w in request.workflow_cache
+        },
+    }
 
 
 def _int(value: Any, default: int) -> int:

@@ -73,6 +73,8 @@ def _apply(state: RunState, event: Event) -> None:
         state.children[event.child_run_id] = event
         state.attempts[event.node_id] = event.attempt
     elif isinstance(event, NodeAttemptFailed):
+        if event.node_id in state.graph.pre_skipped:
+            return  # a tool node or sub-agent failing inside an agent: the agent's business
         _issued(state, event.invocation_id)
         was_inflight = state.inflight.pop(event.invocation_id, None) is not None
         if not was_inflight and state.status.get(event.node_id) in DONE:

@@ -1,0 +1,35 @@
+"""Secrets at rest: AES-256-GCM `SecretBox`, its key file, and stored model credentials."""
+
+from libs.secrets.box import (
+    DecryptError,
+    SecretBox,
+    SecretKeyError,
+    generate_key,
+    load_or_create_key,
+)
+from libs.secrets.credentials import (
+    CREDENTIAL_TYPES,
+    GOOGLE_OPENAI_BASE_URL,
+    CredentialType,
+    ResolvedCredential,
+    client_base_url,
+    credential_aad,
+    key_hint,
+    load_credential,
+)
+
+__all__ = [
+    "CREDENTIAL_TYPES",
+    "GOOGLE_OPENAI_BASE_URL",
+    "CredentialType",
+    "DecryptError",
+    "ResolvedCredential",
+    "SecretBox",
+    "SecretKeyError",
+    "client_base_url",
+    "credential_aad",
+    "generate_key",
+    "key_hint",
+    "load_credential",
+    "load_or_create_key",
+]

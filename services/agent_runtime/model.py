@@ -1,0 +1,142 @@
+"""Calls to the OpenAI-compatible model: one client per credential, timeouts, error mapping."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from libs.secrets.credentials import ResolvedCredential, client_base_url
+
+REQUEST_TIMEOUT_S = 60.0
+_REASONING = ("o1", "o3", "o4", "gpt-5")
+
+
+class ModelError(Exception):
+    """The model could not answer (timeout, HTTP error, malformed reply)."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@dataclass
+class ModelReply:
+    message: dict[str, Any]
+    model: str
+    finish_reason: str | None
+    usage: dict[str, int]
+    elapsed_ms: float
+
+
+@dataclass
+class ModelClients:
+    """`openai.AsyncOpenAI` clients by credential (and key), reused across calls."""
+
+    timeout_s: float = REQUEST_TIMEOUT_S
+    _clients: dict[tuple[str, str, str | None], openai.AsyncOpenAI] = field(default_factory=dict)
+
+    def client(self, cred: ResolvedCredential) -> openai.AsyncOpenAI:
+        key = (cred.id, cred.api_key, client_base_url(cred))
+        found = self._clients.get(key)
+        if found is None:
+            found = openai.AsyncOpenAI(
+                api_key=cred.api_key,
+                base_url=client_base_url(cred),
+                timeout=self.timeout_s,
+                max_retries=0,  # retries are the node's policy, recorded as events
+            )
+            self._clients[key] = found
+        return found
+
+    async def close(self) -> None:
+        for c in self._clients.values():
+            await c.close()
+        self._clients.clear()
+
+    async def chat(
+        self,
+        cred: ResolvedCredential,
+        *,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        temperature: float | None = 0.7,
+        max_tokens: int | None = None,
+        reasoning_effort: str | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> ModelReply:
+        reasoning = any(r in model.lower() for r in _REASONING)
+        kwargs: dict[str, Any] = {"model": model, "messages": messages}
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = tool_choice or "auto"
+        if reasoning:
+            if reasoning_effort and reasoning_effort != "none":
+                kwargs["reasoning_effort"] = reasoning_effort
+            if max_tokens:
+                kwargs["max_completion_tokens"] = max_tokens
+        else:
+            if temperature is not None:
+                kwargs["temperature"] = temperature
+            if max_tokens:
+                kwargs["max_tokens"] = max_tokens
+        if response_format:
+            kwargs["response_format"] = response_format
+        started = time.perf_counter()
+        try:
+            completion = await self.client(cred).chat.completions.create(**kwargs)
+        except openai.APITimeoutError:
+            raise ModelError(
+                f"model {model!r} did not answer within {self.timeout_s:.0f}s"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise ModelError(
+                f"model {model!r} answered HTTP {exc.status_code}: {_detail(exc)}",
+                retryable=exc.status_code >= 500 or exc.status_code == 429,
+            ) from None
+        except openai.APIConnectionError as exc:
+            raise ModelError(f"cannot reach the model endpoint: {exc}") from None
+        elapsed = (time.perf_counter() - started) * 1000
+        if not completion.choices:
+            raise ModelError(f"model {model!r} answered without choices")
+        choice = completion.choices[0]
+        msg = choice.message
+        message: dict[str, Any] = {"role": "assistant", "content": msg.content}
+        if msg.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": tc.id,
+                    "type": "function",
+                    "function": {"name": tc.function.name, "arguments": tc.function.arguments},
+                }
+                for tc in msg.tool_calls
+                if getattr(tc, "function", None) is not None
+            ]
+        reasoning_text = getattr(msg, "reasoning", None)
+        if not msg.content and isinstance(reasoning_text, str):
+            message["reasoning"] = reasoning_text
+        usage = completion.usage
+        return ModelReply(
+            message=message,
+            model=completion.model or model,
+            finish_reason=choice.finish_reason,
+            usage={
+                "prompt_tokens": usage.prompt_tokens if usage else 0,
+                "completion_tokens": usage.completion_tokens if usage else 0,
+                "total_tokens": usage.total_tokens if usage else 0,
+            },
+            elapsed_ms=elapsed,
+        )
+
+
+def _detail(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:500]
+    return str(exc.message)[:500]
