@@ -30,6 +30,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     shutdown_grace_s: float = 10.0
     # How long a synchronous execute waits before answering 202 with the execution id.
     execute_timeout_s: float = 300.0
+    # How long one model request may take (Heym: 60 s).
+    model_timeout_s: float = 60.0
     # Event log limits.
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
@@ -100,6 +102,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         log_level=level,
         shutdown_grace_s=_float(env, "HEYM_SHUTDOWN_GRACE_S", 10.0),
         execute_timeout_s=_float(env, "HEYM_EXECUTE_TIMEOUT_S", 300.0),
+        model_timeout_s=_float(env, "HEYM_MODEL_TIMEOUT_S", 60.0),
         max_message_bytes=_int(
             env, "HEYM_MAX_MESSAGE_BYTES", 8 * 1024 * 1024, lo=64 * 1024, hi=64 * 1024 * 1024
         ),

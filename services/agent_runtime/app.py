@@ -1,17 +1,37 @@
-"""Composition root of the agent_runtime service: context, consumers, FastStream app."""
+"""Composition root of the agent runtime: the invocation consumer, the LLM-trace projection,
+and the FastStream app around them."""
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
 
 from faststream import FastStream
 
 from libs.config import Settings
+from libs.projection import ProjectionRunner
 from libs.service import ServiceContext
 from libs.service.worker import build_app
 from services.agent_runtime import handlers
+from services.agent_runtime.projection import TraceProjector
 
 SERVICE = "agent_runtime"
 
 
 def create_app(settings: Settings) -> tuple[FastStream, ServiceContext]:
     ctx = ServiceContext(SERVICE, settings)
-    return build_app(ctx, register=handlers.register), ctx
+    app = build_app(ctx, register=handlers.register)
+
+    async def start_projection() -> None:
+        runner = ProjectionRunner(ctx.nc, ctx.pool, TraceProjector(), event_log=ctx.event_log)
+        task = asyncio.create_task(runner.run(), name="trace-projection")
+
+        async def stop() -> None:
+            runner.stop()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 10)
+
+        ctx.on_close(stop)
+
+    app.after_startup(start_projection)
+    return app, ctx

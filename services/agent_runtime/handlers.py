@@ -33,7 +33,7 @@ KEEPALIVE_S = 20.0
 
 def register(ctx: ServiceContext) -> None:
     box = SecretBox.from_setting(ctx.settings.require_secret_key())
-    models = ModelClients()
+    models = ModelClients(timeout_s=ctx.settings.model_timeout_s)
     ctx.on_close(models.close)
     loop: AgentLoop | None = None
 

@@ -15,7 +15,13 @@ async def system(
     nats_url: str, pg_admin_url: str, pg_template: str, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[System]:
     async with infra.fresh_database(pg_admin_url, pg_template) as db:
-        sys_ = System(nats_url, db, tmp_path_factory.mktemp("logs"), HEYM_EXECUTE_TIMEOUT_S="60")
+        sys_ = System(
+            nats_url,
+            db,
+            tmp_path_factory.mktemp("logs"),
+            HEYM_EXECUTE_TIMEOUT_S="60",
+            HEYM_MODEL_TIMEOUT_S="3",
+        )
         await sys_.start()
         try:
             yield sys_

@@ -23,21 +23,41 @@ def paris_model() -> Iterator[ModelServer]:
                 when=Match(tool_offered="call_sub_agent", assistant_turns=0),
                 reply=Reply(
                     tool_calls=[
-                        ToolCall("call_sub_agent", {"sub_agent_label": "distanceAgent", "prompt": "How far is Paris?"}),
-                        ToolCall("call_sub_agent", {"sub_agent_label": "foodAgent", "prompt": "What to eat in Paris?"}),
+                        ToolCall(
+                            "call_sub_agent",
+                            {"sub_agent_label": "distanceAgent", "prompt": "How far is Paris?"},
+                        ),
+                        ToolCall(
+                            "call_sub_agent",
+                            {"sub_agent_label": "foodAgent", "prompt": "What to eat in Paris?"},
+                        ),
                     ]
                 ),
             ),
-            Rule(name="distance", when=Match(last_user_contains="How far"), reply=Reply(text="Paris is 450 km away.", delay=0.3)),
-            Rule(name="food", when=Match(last_user_contains="What to eat"), reply=Reply(text="Try a croissant.", delay=0.3)),
-            Rule(name="answer", when=Match(tool_result_for="call_sub_agent"), reply=Reply(text="Plan: {tool_results}")),
+            Rule(
+                name="distance",
+                when=Match(last_user_contains="How far"),
+                reply=Reply(text="Paris is 450 km away.", delay=0.3),
+            ),
+            Rule(
+                name="food",
+                when=Match(last_user_contains="What to eat"),
+                reply=Reply(text="Try a croissant.", delay=0.3),
+            ),
+            Rule(
+                name="answer",
+                when=Match(tool_result_for="call_sub_agent"),
+                reply=Reply(text="Plan: {tool_results}"),
+            ),
         ]
     )
     with ModelServer(script) as server:
         yield server
 
 
-async def test_paris_orchestrator_runs_sub_agents_concurrently(system: System, paris_model: ModelServer) -> None:
+async def test_paris_orchestrator_runs_sub_agents_concurrently(
+    system: System, paris_model: ModelServer
+) -> None:
     _, key = await system.new_user()
     async with system.client(key) as c:
         cred = await model_credential(c, paris_model)
@@ -63,12 +83,17 @@ async def test_paris_orchestrator_runs_sub_agents_concurrently(system: System, p
             e("orch", "f", source_handle="sub-agents", target_handle="sub-agent-input"),
         ]
         wid = await create(c, nodes, edges)
-        r = await c.post(f"/api/workflows/{wid}/execute", json={"text": "A day in Paris"}, headers={"X-Simple-Response": "false"})
+        r = await c.post(
+            f"/api/workflows/{wid}/execute",
+            json={"text": "A day in Paris"},
+            headers={"X-Simple-Response": "false"},
+        )
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["status"] == "success", body
     answer = body["outputs"]["answer"]["result"]
-    assert "450 km" in answer and "croissant" in answer
+    assert "450 km" in answer
+    assert "croissant" in answer
     # both sub-agent requests reached the model before either had answered (300 ms each)
     ledger = {entry.rule_name: entry for entry in paris_model.chat_requests}
     assert abs(ledger["distance"].received_at - ledger["food"].received_at) < 0.25
@@ -77,5 +102,7 @@ async def test_paris_orchestrator_runs_sub_agents_concurrently(system: System, p
     assert [c["name"] for c in calls] == ["call_sub_agent", "call_sub_agent"]
     assert all(c["status"] == "success" and c["tool_call_id"] for c in calls)
     assert planner["output"]["tool_metrics"]["count"] == 2
-    delegated = [r for r in body["node_results"] if r["metadata"].get("invocation") == "sub_agent_tool"]
+    delegated = [
+        r for r in body["node_results"] if r["metadata"].get("invocation") == "sub_agent_tool"
+    ]
     assert sorted(r["node_label"] for r in delegated) == ["distanceAgent", "foodAgent"]

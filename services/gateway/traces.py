@@ -1,0 +1,90 @@
+"""`GET /api/traces`, `GET /api/traces/{id}`: LLM traces (stored redacted and bounded)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, get
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.exceptions import ClientException, NotFoundException
+
+from libs.accounts import AccountUser
+from services.gateway.auth import required_user
+
+_COLUMNS = """t.id, t.run_id, t.invocation_id, r.workflow_id, a.credential_id, a.node_id,
+              a.node_label, t.source, t.request_type, t.provider, t.model, t.error,
+              t.prompt_tokens, t.completion_tokens, t.total_tokens, t.elapsed_ms, t.created_at"""
+_FROM = """llm_traces t JOIN runs r ON r.run_id = t.run_id
+           LEFT JOIN agent_invocations a
+             ON a.run_id = t.run_id AND a.invocation_id = t.invocation_id"""
+
+
+def _row(r: Any, full: bool) -> dict[str, Any]:
+    out = {k: r[k] for k in r if k not in ("request", "response", "created_at")}
+    out["created_at"] = r["created_at"].isoformat()
+    if full:
+        out["request"] = r["request"]
+        out["response"] = r["response"]
+    return out
+
+
+class TraceController(Controller):
+    path = "/api/traces"
+    tags = ["traces"]
+    dependencies = {"user": Provide(required_user)}
+
+    @get("", summary="Your LLM traces, newest first")
+    async def list_traces(
+        self,
+        request: Request[Any, Any, State],
+        user: AccountUser,
+        limit: int = 50,
+        offset: int = 0,
+        workflow_id: str | None = None,
+        credential_id: str | None = None,
+        request_type: str | None = None,
+        search: str | None = None,
+        order: str = "desc",
+    ) -> dict[str, Any]:
+        if not 1 <= limit <= 200 or offset < 0:
+            raise ClientException(detail="limit must be 1-200 and offset not negative")
+        if order not in ("asc", "desc"):
+            raise ClientException(detail="order must be asc or desc")
+        where = ["r.owner_id = $1"]
+        args: list[Any] = [user.id]
+        for column, value in (
+            ("r.workflow_id", workflow_id),
+            ("a.credential_id", credential_id),
+            ("t.request_type", request_type),
+        ):
+            if value:
+                args.append(value)
+                where.append(f"{column} = ${len(args)}")
+        if search:
+            args.append(f"%{search}%")
+            where.append(f"(t.model ILIKE ${len(args)} OR a.node_label ILIKE ${len(args)})")
+        clause = " AND ".join(where)
+        pool = request.app.state.ctx.pool
+        total = await pool.fetchval(f"SELECT count(*) FROM {_FROM} WHERE {clause}", *args)
+        rows = await pool.fetch(
+            f"SELECT {_COLUMNS} FROM {_FROM} WHERE {clause} "
+            f"ORDER BY t.sequence {order} LIMIT {limit} OFFSET {offset}",
+            *args,
+        )
+        return {"total": total, "items": [_row(r, full=False) for r in rows]}
+
+    @get("/{trace_id:str}", summary="One LLM trace with its (redacted) request and response")
+    async def one(
+        self, request: Request[Any, Any, State], trace_id: str, user: AccountUser
+    ) -> dict[str, Any]:
+        pool = request.app.state.ctx.pool
+        r = await pool.fetchrow(
+            f"SELECT {_COLUMNS}, t.request, t.response FROM {_FROM} "
+            "WHERE t.id = $1 AND r.owner_id = $2",
+            trace_id,
+            user.id,
+        )
+        if r is None:
+            raise NotFoundException(detail=f"no trace {trace_id}")
+        return _row(r, full=True)
