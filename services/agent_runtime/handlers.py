@@ -28,7 +28,9 @@ from services.agent_runtime.tools.runner import ToolRunner
 
 log = logging.getLogger(__name__)
 
-KEEPALIVE_S = 20.0
+# A crashed worker's dispatch is redelivered after ack_wait; long work keeps it alive.
+KEEPALIVE_S = 3.0
+ACK_WAIT_S = 10.0
 
 
 def register(ctx: ServiceContext) -> None:
@@ -71,7 +73,7 @@ def register(ctx: ServiceContext) -> None:
             subject=subjects.work_for(ctx.service),
             handle=on_work,
             max_workers=128,
-            ack_wait_s=60.0,
+            ack_wait_s=ACK_WAIT_S,
         )
     )
 

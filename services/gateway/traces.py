@@ -21,7 +21,7 @@ _FROM = """llm_traces t JOIN runs r ON r.run_id = t.run_id
 
 
 def _row(r: Any, full: bool) -> dict[str, Any]:
-    out = {k: r[k] for k in r if k not in ("request", "response", "created_at")}
+    out = {k: v for k, v in r.items() if k not in ("request", "response", "created_at")}
     out["created_at"] = r["created_at"].isoformat()
     if full:
         out["request"] = r["request"]

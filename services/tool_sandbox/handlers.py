@@ -26,7 +26,9 @@ from services.tool_sandbox.tools import answer_tool_request
 
 log = logging.getLogger(__name__)
 
-KEEPALIVE_S = 20.0
+# A crashed worker's dispatch is redelivered after ack_wait; long work keeps it alive.
+KEEPALIVE_S = 3.0
+ACK_WAIT_S = 10.0
 
 
 def register(ctx: ServiceContext) -> None:
@@ -75,7 +77,7 @@ def register(ctx: ServiceContext) -> None:
             subject=subjects.work_for(ctx.service),
             handle=on_work,
             max_workers=64,
-            ack_wait_s=60.0,
+            ack_wait_s=ACK_WAIT_S,
         )
     )
 
