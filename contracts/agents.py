@@ -48,7 +48,8 @@ class LlmCallRecorded(Event, tag="agent.llm_call", frozen=True):
     # The stored (redacted, size-bounded) copy of the request and response for the LLM trace;
     # the loop itself works from the full record.
     trace: dict[str, Any] = msgspec.field(default_factory=dict)
-
+    node_id: str = ""
+    node_label: str = ""
 
 class ToolCallRecorded(Event, tag="agent.tool_result", frozen=True):
     """One tool call's result; the model receives it as a `tool` message in call order."""
@@ -64,7 +65,8 @@ class ToolCallRecorded(Event, tag="agent.tool_result", frozen=True):
     finished_at_ms: int
     elapsed_ms: float
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
-
+    node_id: str = ""
+    node_label: str = ""
 
 class ContextCompressed(Event, tag="agent.context_compressed", frozen=True):
     """The middle of the conversation was replaced by a summary (Heym §4.7)."""
@@ -79,7 +81,8 @@ class ContextCompressed(Event, tag="agent.context_compressed", frozen=True):
     tokens_before: int
     tokens_after: int
     elapsed_ms: float
-
+    node_id: str = ""
+    node_label: str = ""
 
 class SubAgentDispatched(Event, tag="agent.sub_agent_dispatched", frozen=True):
     """An orchestrator's `call_sub_agent` became a sub-agent invocation (its own aggregate),

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from contracts.agents import (
+    ContextCompressed,
+    LlmCallRecorded,
+    SubAgentDispatched,
+    ToolCallRecorded,
+)
 from contracts.base import Envelope
 from contracts.nodes import (
     ChildRunStarted,
@@ -111,6 +118,18 @@ def sse_frames(
         result = node_result(env, ev)
         frames.append({"type": "node_complete", **result})
         return frames
+    if isinstance(ev, LlmCallRecorded | ToolCallRecorded | ContextCompressed):
+        return [
+            {
+                "type": "agent_progress",
+                "node_id": ev.node_id,
+                "node_label": ev.node_label,
+                "entry": entry,
+            }
+            for entry in agent_progress(env, ev)
+        ]
+    if isinstance(ev, SubAgentDispatched):
+        return [_node_start(ev.node_id, ev.node_label, messages)]
     if isinstance(ev, RunOutputReady):
         return [
             {"type": "final_output", "node_id": ev.node_id, "output": strip_private(ev.outputs)}
@@ -126,6 +145,70 @@ def sse_frames(
             }
         ]
     return []
+
+
+def _stamp(env: Envelope) -> str:
+    return env.recorded_at.isoformat()
+
+
+def agent_progress(
+    env: Envelope, ev: LlmCallRecorded | ToolCallRecorded | ContextCompressed
+) -> list[dict[str, Any]]:
+    """Heym's agent progress entries (§4.4): tool start/end/result phases, compressions."""
+    if isinstance(ev, ContextCompressed):
+        return [
+            {
+                "phase": "compression",
+                "messages_compressed": ev.messages_compressed,
+                "messages_before_count": ev.messages_before_count,
+                "messages_after_count": ev.messages_after_count,
+                "tokens_before": ev.tokens_before,
+                "tokens_after": ev.tokens_after,
+                "timestamp": _stamp(env),
+            }
+        ]
+    if isinstance(ev, LlmCallRecorded):
+        entries = []
+        for call in ev.message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            try:
+                args = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                args = {}
+            safe: dict[str, Any] = {"keys": sorted(args) if isinstance(args, dict) else []}
+            for key in ("workflow_id", "sub_agent_label"):
+                if isinstance(args, dict) and key in args:
+                    safe[key] = args[key]
+            entries.append(
+                {
+                    "phase": "start",
+                    "tool_call_id": call.get("id"),
+                    "name": function.get("name"),
+                    "arguments": safe,
+                    "timestamp": _stamp(env),
+                }
+            )
+        return entries
+    has_error = ev.status != "success"
+    return [
+        {
+            "phase": "end",
+            "tool_call_id": ev.tool_call_id,
+            "name": ev.name,
+            "timestamp": _stamp(env),
+        },
+        {
+            "phase": "result",
+            "tool_call_id": ev.tool_call_id,
+            "name": ev.name,
+            "result": {
+                "has_error": has_error,
+                "status": ev.status,
+                "execution_time_ms": ev.elapsed_ms,
+            },
+            "timestamp": _stamp(env),
+        },
+    ]
 
 
 def _node_start(node_id: str, label: str, messages: dict[str, str | None]) -> dict[str, Any]:

@@ -233,8 +233,11 @@ class AgentLoop:
                 "response": reply.message,
             }
         )
+        assert state.started is not None
         return LlmCallRecorded(
             turn=len(state.turns) + 1,
+            node_id=state.started.node_id,
+            node_label=state.started.node_label,
             model=reply.model,
             message=reply.message,
             finish_reason=reply.finish_reason,
@@ -297,6 +300,8 @@ class AgentLoop:
             subject,
             ContextCompressed(
                 turn=len(state.turns) + 1,
+                node_id=call.node_id,
+                node_label=call.node_label,
                 summary=info.summary,
                 first_user_index=info.first_user_index,
                 tail_start_index=info.tail_start_index,

@@ -51,6 +51,8 @@ class ToolRunner:
         outcome = await self._outcome(call, call_id, name, raw_args, spec)
         return ToolCallRecorded(
             turn=turn,
+            node_id=call.node_id,
+            node_label=call.node_label,
             tool_call_id=call_id,
             name=name,
             source=spec.source if spec else "unknown",

@@ -3,6 +3,7 @@ concurrently and the orchestrator answers with both results."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -106,3 +107,42 @@ async def test_paris_orchestrator_runs_sub_agents_concurrently(
         r for r in body["node_results"] if r["metadata"].get("invocation") == "sub_agent_tool"
     ]
     assert sorted(r["node_label"] for r in delegated) == ["distanceAgent", "foodAgent"]
+
+
+async def test_agent_progress_streams_over_sse(system: System, paris_model: ModelServer) -> None:
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        cred = await model_credential(c, paris_model)
+        nodes = [
+            n("in", "textInput", "userInput"),
+            agent(
+                "orch",
+                "planner",
+                cred,
+                isOrchestrator=True,
+                subAgentLabels=["distanceAgent", "foodAgent"],
+            ),
+            agent("d", "distanceAgent", cred, userMessage="$input.text"),
+            agent("f", "foodAgent", cred, userMessage="$input.text"),
+        ]
+        wid = await create(c, nodes, [e("in", "orch")], sse_enabled=True)
+        frames = []
+        async with c.stream(
+            "POST", f"/api/workflows/{wid}/execute/stream", json={"text": "Paris"}
+        ) as r:
+            async for line in r.aiter_lines():
+                if line.startswith("data:"):
+                    frames.append(json.loads(line[5:]))
+    progress = [f for f in frames if f["type"] == "agent_progress" and f["node_label"] == "planner"]
+    phases = [(p["entry"]["phase"], p["entry"]["name"]) for p in progress]
+    assert phases.count(("start", "call_sub_agent")) == 2
+    assert phases.count(("result", "call_sub_agent")) == 2
+    labels = {
+        p["entry"]["arguments"].get("sub_agent_label")
+        for p in progress
+        if p["entry"]["phase"] == "start"
+    }
+    assert labels == {"distanceAgent", "foodAgent"}
+    started = {f["node_label"] for f in frames if f["type"] == "node_start"}
+    assert {"distanceAgent", "foodAgent", "planner"} <= started
+    assert frames[-1]["type"] == "execution_complete"
