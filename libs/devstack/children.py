@@ -18,10 +18,13 @@ log = logging.getLogger(__name__)
 
 
 class Child:
-    """One `python -m services.<name>` process with its log file and restart bookkeeping."""
+    """One `python -m <module>` process (a service by default) with its log and restarts."""
 
-    def __init__(self, name: str, env: dict[str, str], log_dir: Path) -> None:
+    def __init__(
+        self, name: str, env: dict[str, str], log_dir: Path, *, argv: list[str] | None = None
+    ) -> None:
         self.name = name
+        self.argv = argv or ["-m", f"services.{name}"]
         self.env = env
         self.log_path = log_dir / f"{name}.log"
         self.process: asyncio.subprocess.Process | None = None
@@ -38,8 +41,7 @@ class Child:
         try:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable,
-                "-m",
-                f"services.{self.name}",
+                *self.argv,
                 env=self.env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=logfile,

@@ -23,10 +23,16 @@ from libs.db import apply_migrations
 from libs.db.pool import init_connection
 from libs.devstack.children import Child, child_env, current_env, watch
 from libs.devstack.demo import EXAMPLE_NAME, ensure_example, run_example
+from libs.devstack.demo_model import (
+    DEMO_CREDENTIAL,
+    ensure_demo_credential,
+    needs_demo_model,
+    start_demo_model,
+)
 from libs.embedded import EmbeddedNats, EmbeddedPostgres
 from libs.embedded.process import port_open
 from libs.eventlog import provision_run_stream
-from libs.secrets import load_or_create_key
+from libs.secrets import SecretBox, load_or_create_key
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +59,8 @@ class Stack:
         self.stopping = asyncio.Event()
         self.example_id: str | None = None
         self.admin_id = ""
+        self.model_server: Child | None = None
+        self.model_url = ""
 
     # -- infrastructure -------------------------------------------------------------------
     def start_infra(self) -> None:
@@ -105,14 +113,23 @@ class Stack:
 
     # -- services ---------------------------------------------------------------------------
     async def start_services(self) -> None:
+        secret = self.settings.secret_key or load_or_create_key(self.data_dir / "secret.key")
         env = child_env(
             current_env(),
             HEYM_NATS_URL=self.nats_url,
             HEYM_DATABASE_URL=self.database_url,
             HEYM_DATA_DIR=str(self.data_dir),
-            HEYM_SECRET_KEY=self.settings.secret_key
-            or load_or_create_key(self.data_dir / "secret.key"),
+            HEYM_SECRET_KEY=secret,
         )
+        conn = await asyncpg.connect(self.database_url)
+        try:
+            if await needs_demo_model(conn):
+                child, url = await start_demo_model(env, self.data_dir / "logs")
+                self.model_server = child
+                self.model_url = url
+                await ensure_demo_credential(conn, SecretBox.from_setting(secret), url)
+        finally:
+            await conn.close()
         for name in SERVICE_ORDER:
             child = Child(name, env, self.data_dir / "logs")
             await child.start()
@@ -167,6 +184,15 @@ class Stack:
             )
         else:
             rows.append(("postgres", "-", "HEYM_DATABASE_URL", "external"))
+        if self.model_server is not None:
+            rows.append(
+                (
+                    "model-server",
+                    str(self.model_server.pid),
+                    self.model_url,
+                    f"scripted demo model: no model credential configured ({DEMO_CREDENTIAL!r})",
+                )
+            )
         for name in SERVICE_ORDER:
             child = self.children[name]
             address = (
@@ -186,8 +212,9 @@ class Stack:
 
     async def stop(self) -> None:
         self.stopping.set()
+        extra = [self.model_server] if self.model_server is not None else []
         await asyncio.gather(
-            *(c.stop(self.settings.shutdown_grace_s) for c in self.children.values()),
+            *(c.stop(self.settings.shutdown_grace_s) for c in [*self.children.values(), *extra]),
             return_exceptions=True,
         )
         if self.postgres is not None:

@@ -46,7 +46,7 @@ class RunningStack:
     def parse_pids(self) -> None:
         for line in self.output:
             m = re.match(
-                r"^(nats|postgres|scheduler|agent_runtime|tool_sandbox|review|gateway)\s+(\d+)\s",
+                r"^(nats|postgres|model-server|scheduler|agent_runtime|tool_sandbox|review|gateway)\s+(\d+)\s",
                 line,
             )
             if m:

@@ -52,7 +52,23 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
             for line in stack.output
         ), stack.output
         assert len(body["services"]) == 5  # type: ignore[arg-type]
-        assert set(stack.pids) == {"nats", "postgres", *subjects.SERVICES}
+        assert set(stack.pids) == {"nats", "postgres", "model-server", *subjects.SERVICES}
+        assert any("no model credential configured" in line for line in stack.output)
+        # with no model credential of its own, the admin gets the offline demo model
+        async with httpx.AsyncClient(base_url=stack.base_url, headers={"X-MCP-Key": API_KEY}) as c:
+            creds = (await c.get("/api/credentials")).json()
+            (demo,) = [x for x in creds if x["name"] == "Offline demo model"]
+            wf = {
+                "name": "ask",
+                "nodes": [
+                    {"id": "in", "type": "textInput", "data": {"label": "q"}},
+                    {"id": "l", "type": "llm", "data": {"label": "ask", "credentialId": demo["id"], "model": "demo"}},
+                ],
+                "edges": [{"id": "e", "source": "in", "target": "l"}],
+            }
+            wid = (await c.post("/api/workflows", json=wf)).json()["id"]
+            answer = (await c.post(f"/api/workflows/{wid}/execute", json={"text": "hello"})).json()
+            assert answer["ask"]["text"]
 
         nc = await nats.connect(stack.nats_url)
         try:
