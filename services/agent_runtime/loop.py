@@ -179,8 +179,11 @@ class AgentLoop:
             if turn is not None and state.model_turns >= max_iterations:
                 return await self._grace(call, state, subject, cred)
             await self._maybe_compress(call, state, subject, cred)
-            reply, fallback = await self._chat(call, state.messages(), cred, specs)
-            await self._record(call, state, subject, self._llm_event(state, reply, fallback))
+            messages = state.messages()
+            reply, fallback = await self._chat(call, messages, cred, specs)
+            await self._record(
+                call, state, subject, self._llm_event(state, reply, fallback, messages)
+            )
 
     async def _chat(
         self,
@@ -221,19 +224,29 @@ class AgentLoop:
                 ) from None
 
     def _llm_event(
-        self, state: AgentState, reply: ModelReply, fallback: bool, *, grace: bool = False
+        self,
+        state: AgentState,
+        reply: ModelReply,
+        fallback: bool,
+        messages: list[dict[str, Any]],
+        *,
+        grace: bool = False,
     ) -> LlmCallRecorded:
-        messages = state.messages()
+        assert state.started is not None
+        # The stored trace holds what this call added to the conversation (the first call: all
+        # of it), so tracing a long loop costs O(n) in all rather than O(n) per call.
+        seen = state.turns[-1].llm.request_messages + 1 if state.turns else 0
+        new = messages[seen:] if 0 < seen <= len(messages) else messages
         trace = sanitize_trace_payload(
             {
                 "request": {
-                    "messages": messages,
-                    "tools": [t["name"] for t in state.started.tools] if state.started else [],
+                    "messages": new,
+                    "messages_total": len(messages),
+                    "tools": [t["name"] for t in state.started.tools],
                 },
                 "response": reply.message,
             }
         )
-        assert state.started is not None
         return LlmCallRecorded(
             turn=len(state.turns) + 1,
             node_id=state.started.node_id,
@@ -273,7 +286,7 @@ class AgentLoop:
             )
             reply = placeholder
         await self._record(
-            call, state, subject, self._llm_event(state, reply, fallback, grace=True)
+            call, state, subject, self._llm_event(state, reply, fallback, messages, grace=True)
         )
         return self._finish(call, state, state.turns[-1].llm)
 
@@ -284,8 +297,10 @@ class AgentLoop:
             return
         model = str(call.data.get("model"))
         client = self._models.client(cred)
-        limit = await compression.context_limit(model, client.models.retrieve)
+        limit = await self._models.context_limit(cred, model)
         messages = state.messages()
+        if compression.estimate_tokens(messages) < compression.THRESHOLD * limit:
+            return  # the common case: no summariser to build
         _, info = await compression.compress(
             messages,
             model=model,

@@ -9,6 +9,7 @@ from typing import Any
 import openai
 
 from libs.secrets.credentials import ResolvedCredential, client_base_url
+from services.agent_runtime.compression import context_limit as compression_limit
 
 REQUEST_TIMEOUT_S = 60.0
 _REASONING = ("o1", "o3", "o4", "gpt-5")
@@ -37,6 +38,14 @@ class ModelClients:
 
     timeout_s: float = REQUEST_TIMEOUT_S
     _clients: dict[tuple[str, str, str | None], openai.AsyncOpenAI] = field(default_factory=dict)
+    _limits: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    async def context_limit(self, cred: ResolvedCredential, model: str) -> int:
+        """The model's context window, asked of the provider once per credential and model."""
+        key = (cred.id, model)
+        if key not in self._limits:
+            self._limits[key] = await compression_limit(model, self.client(cred).models.retrieve)
+        return self._limits[key]
 
     def client(self, cred: ResolvedCredential) -> openai.AsyncOpenAI:
         key = (cred.id, cred.api_key, client_base_url(cred))

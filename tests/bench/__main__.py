@@ -6,10 +6,14 @@ import asyncio
 import logging
 import sys
 
-from tests.bench import eventlog_bench, workflow_bench
+from tests.bench import agent_bench, eventlog_bench, workflow_bench
 from tests.bench.harness import Figure, report, write_json
 
-SUITES = {"eventlog": eventlog_bench.run, "workflow": workflow_bench.run}
+SUITES = {
+    "eventlog": eventlog_bench.run,
+    "workflow": workflow_bench.run,
+    "agent": agent_bench.run,
+}
 
 
 async def main(selected: list[str]) -> None:

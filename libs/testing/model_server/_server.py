@@ -71,7 +71,7 @@ def make_server(engine: Engine, *, quiet: bool) -> _Uvicorn:
         log_level="warning",
         access_log=False,
         lifespan="on",
-        loop="asyncio",
+        loop="uvloop",
         timeout_graceful_shutdown=5,
     )
     return _Uvicorn(config, on_shutdown=closing.set)
