@@ -22,18 +22,34 @@ def _script(iterations: int) -> Script:
         rules=[
             Rule(
                 when=Match(tool_offered="call_sub_agent", assistant_turns=0),
-                reply=Reply(tool_calls=[ToolCall("call_sub_agent", {"sub_agent_label": s, "prompt": f"task {s}"}) for s in SUB_AGENTS]),
+                reply=Reply(
+                    tool_calls=[
+                        ToolCall("call_sub_agent", {"sub_agent_label": s, "prompt": f"task {s}"})
+                        for s in SUB_AGENTS
+                    ]
+                ),
             ),
             Rule(when=Match(last_user_contains="task "), reply=Reply(text="done", delay=DELAY_S)),
             Rule(when=Match(tool_result_for="call_sub_agent"), reply=Reply(text="all done")),
-            Rule(when=Match(tool_offered="step", predicate=lambda r: r.assistant_turns < iterations), reply=Reply(tool_calls=[ToolCall("step", {})])),
+            Rule(
+                when=Match(tool_offered="step", predicate=lambda r: r.assistant_turns < iterations),
+                reply=Reply(tool_calls=[ToolCall("step", {})]),
+            ),
             Rule(reply=Reply(text="finished")),
         ]
     )
 
 
 async def _setup(c: httpx.AsyncClient, server: ModelServer) -> str:
-    r = await c.post("/api/credentials", json={"name": "bench", "type": "custom", "base_url": server.base_url, "api_key": "sk-bench-0000000000"})
+    r = await c.post(
+        "/api/credentials",
+        json={
+            "name": "bench",
+            "type": "custom",
+            "base_url": server.base_url,
+            "api_key": "sk-bench-0000000000",
+        },
+    )
     return str(r.json()["id"])
 
 
@@ -41,7 +57,9 @@ def _agent(nid: str, label: str, cred: str, **data: Any) -> dict[str, Any]:
     return node(nid, "agent", label, credentialId=cred, model="bench-model", **data)
 
 
-async def _workflow(c: httpx.AsyncClient, nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> str:
+async def _workflow(
+    c: httpx.AsyncClient, nodes: list[dict[str, Any]], edges: list[dict[str, Any]]
+) -> str:
     r = await c.post("/api/workflows", json={"name": "bench-agent", "nodes": nodes, "edges": edges})
     assert r.status_code == 201, r.text
     return str(r.json()["id"])
@@ -55,12 +73,17 @@ async def _timed(c: httpx.AsyncClient, wid: str) -> float:
 
 
 async def parallel_sub_agents(system: System, c: httpx.AsyncClient, cred: str) -> Figure:
-    nodes = [node("in", "textInput", "req"), _agent("o", "orchestrator", cred, isOrchestrator=True, subAgentLabels=SUB_AGENTS)]
+    nodes = [
+        node("in", "textInput", "req"),
+        _agent("o", "orchestrator", cred, isOrchestrator=True, subAgentLabels=SUB_AGENTS),
+    ]
     nodes += [_agent(f"s{i}", s, cred, userMessage="$input.text") for i, s in enumerate(SUB_AGENTS)]
     wid = await _workflow(c, nodes, [{"id": "e", "source": "in", "target": "o"}])
     await _timed(c, wid)
     samples = [await _timed(c, wid) for _ in range(10)]
-    fig = latency("orchestrator with 4 sub-agents (300 ms replies), whole run", samples, sub_agents=4)
+    fig = latency(
+        "orchestrator with 4 sub-agents (300 ms replies), whole run", samples, sub_agents=4
+    )
     fig.params["ratio_to_slowest_p50"] = round(statistics.median(samples) / DELAY_S, 3)
     return fig
 
@@ -68,16 +91,26 @@ async def parallel_sub_agents(system: System, c: httpx.AsyncClient, cred: str) -
 async def loop_overhead(system: System, c: httpx.AsyncClient, cred: str, iterations: int) -> Figure:
     tool = node("t", "set", "Step", mappings=[{"key": "ok", "value": "1"}])
     base_nodes = [node("in", "textInput", "req"), _agent("a", "looper", cred), tool]
-    edges = [{"id": "e", "source": "in", "target": "a"}, {"id": "t", "source": "t", "target": "a", "targetHandle": "tool-input"}]
+    edges = [
+        {"id": "e", "source": "in", "target": "a"},
+        {"id": "t", "source": "t", "target": "a", "targetHandle": "tool-input"},
+    ]
     wid = await _workflow(c, base_nodes, edges)
-    plain = await _workflow(c, [node("in", "textInput", "req"), _agent("a", "answer", cred)], edges[:1])
+    plain = await _workflow(
+        c, [node("in", "textInput", "req"), _agent("a", "answer", cred)], edges[:1]
+    )
     await _timed(c, wid)
     samples = []
     for _ in range(10):
         baseline = await _timed(c, plain)
         looped = await _timed(c, wid)
         samples.append(max(0.0, looped - baseline) / iterations)
-    return latency("agent loop overhead per tool iteration (instant model)", samples, iterations=iterations, model="scripted, local HTTP")
+    return latency(
+        "agent loop overhead per tool iteration (instant model)",
+        samples,
+        iterations=iterations,
+        model="scripted, local HTTP",
+    )
 
 
 async def run() -> list[Figure]:
@@ -85,7 +118,9 @@ async def run() -> list[Figure]:
     async with running_system() as system:
         with ModelServer(_script(iterations)) as server:
             _, key = await system.new_user()
-            async with httpx.AsyncClient(base_url=system.base_url, headers={"X-MCP-Key": key}, timeout=120) as c:
+            async with httpx.AsyncClient(
+                base_url=system.base_url, headers={"X-MCP-Key": key}, timeout=120
+            ) as c:
                 cred = await _setup(c, server)
                 return [
                     await parallel_sub_agents(system, c, cred),

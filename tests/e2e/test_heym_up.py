@@ -62,7 +62,11 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
                 "name": "ask",
                 "nodes": [
                     {"id": "in", "type": "textInput", "data": {"label": "q"}},
-                    {"id": "l", "type": "llm", "data": {"label": "ask", "credentialId": demo["id"], "model": "demo"}},
+                    {
+                        "id": "l",
+                        "type": "llm",
+                        "data": {"label": "ask", "credentialId": demo["id"], "model": "demo"},
+                    },
                 ],
                 "edges": [{"id": "e", "source": "in", "target": "l"}],
             }
