@@ -51,6 +51,7 @@ class LlmCallRecorded(Event, tag="agent.llm_call", frozen=True):
     node_id: str = ""
     node_label: str = ""
 
+
 class ToolCallRecorded(Event, tag="agent.tool_result", frozen=True):
     """One tool call's result; the model receives it as a `tool` message in call order."""
 
@@ -68,6 +69,7 @@ class ToolCallRecorded(Event, tag="agent.tool_result", frozen=True):
     node_id: str = ""
     node_label: str = ""
 
+
 class ContextCompressed(Event, tag="agent.context_compressed", frozen=True):
     """The middle of the conversation was replaced by a summary (Heym §4.7)."""
 
@@ -83,6 +85,7 @@ class ContextCompressed(Event, tag="agent.context_compressed", frozen=True):
     elapsed_ms: float
     node_id: str = ""
     node_label: str = ""
+
 
 class SubAgentDispatched(Event, tag="agent.sub_agent_dispatched", frozen=True):
     """An orchestrator's `call_sub_agent` became a sub-agent invocation (its own aggregate),
