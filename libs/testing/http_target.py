@@ -21,6 +21,7 @@ class HttpTarget:
         self.requests: list[dict[str, Any]] = []
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
         self.url = ""
 
     async def start(self) -> HttpTarget:
@@ -32,6 +33,11 @@ class HttpTarget:
         if self._server is None:
             return
         self._server.close()
+        # Closing the connections ends idle handlers normally (a cancelled handler task makes
+        # asyncio log an error); handlers still sleeping in a slow answer are cancelled.
+        for writer in list(self._writers):
+            writer.close()
+        await asyncio.sleep(0)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -47,6 +53,7 @@ class HttpTarget:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self._writers.add(writer)
         try:
             while True:
                 request = await self._read(reader)
@@ -65,7 +72,10 @@ class HttpTarget:
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            return  # the server is closing; end quietly (see close)
         finally:
+            self._writers.discard(writer)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
