@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
@@ -143,3 +143,23 @@ def _seq(raw: Msg) -> str:
         return str(raw.metadata.sequence.stream)
     except Exception:
         return "?"
+
+
+@contextlib.asynccontextmanager
+async def kept_alive(msg: Msg, every_s: float) -> AsyncIterator[None]:
+    """Tell JetStream the work is in progress every `every_s` while the block runs, so a long
+    job is not redelivered as lost, while a crashed worker's job is (after `ack_wait`)."""
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            with contextlib.suppress(Exception):
+                await msg.in_progress()
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -8,7 +8,6 @@ event-sourced loop. Many run at once: a loop mostly waits on the model or on too
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from nats.aio.msg import Msg
@@ -20,7 +19,7 @@ from contracts.nodes import NodeDispatched
 from libs.secrets import SecretBox
 from libs.secrets.credentials import ResolvedCredential, load_credential
 from libs.service import ServiceContext
-from libs.service.work import WorkConsumer
+from libs.service.work import WorkConsumer, kept_alive
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.loop import AgentLoop
 from services.agent_runtime.model import ModelClients
@@ -58,13 +57,8 @@ def register(ctx: ServiceContext) -> None:
                 calls.append(AgentCall.from_sub_agent(env, ev))
         if not calls:
             return
-        keepalive = asyncio.create_task(_keep_alive(msg))
-        try:
+        async with kept_alive(msg, KEEPALIVE_S):
             await asyncio.gather(*(get_loop().run(c) for c in calls))
-        finally:
-            keepalive.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keepalive
 
     ctx.add_consumer(
         WorkConsumer(
@@ -76,11 +70,3 @@ def register(ctx: ServiceContext) -> None:
             ack_wait_s=ACK_WAIT_S,
         )
     )
-
-
-async def _keep_alive(msg: Msg) -> None:
-    """Agent loops take minutes; the dispatch must not be redelivered as if lost meanwhile."""
-    while True:
-        await asyncio.sleep(KEEPALIVE_S)
-        with contextlib.suppress(Exception):
-            await msg.in_progress()

@@ -8,7 +8,6 @@ dispatch whose result is already recorded is not executed again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 import httpx
@@ -20,7 +19,7 @@ from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
 from contracts.tools import TOOL_SUBJECT
 from libs.service import ServiceContext
-from libs.service.work import WorkConsumer
+from libs.service.work import WorkConsumer, kept_alive
 from services.tool_sandbox.nodes import NodeRunner, as_dispatch
 from services.tool_sandbox.tools import answer_tool_request
 
@@ -52,18 +51,13 @@ def register(ctx: ServiceContext) -> None:
         if not work:
             return
         redelivered = msg.metadata.num_delivered > 1
-        keepalive = asyncio.create_task(_keep_alive(msg))
-        try:
+        async with kept_alive(msg, KEEPALIVE_S):
             await asyncio.gather(
                 *(
                     get_runner().run(env, as_dispatch(ev), redelivered=redelivered)
                     for env, ev in work
                 )
             )
-        finally:
-            keepalive.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keepalive
 
     async def run_tool(msg: Msg) -> None:
         await msg.respond(await answer_tool_request(msg.data))
@@ -80,11 +74,3 @@ def register(ctx: ServiceContext) -> None:
             ack_wait_s=ACK_WAIT_S,
         )
     )
-
-
-async def _keep_alive(msg: Msg) -> None:
-    """Long calls (up to the HTTP node's 300 s) must not be redelivered as if lost."""
-    while True:
-        await asyncio.sleep(KEEPALIVE_S)
-        with contextlib.suppress(Exception):
-            await msg.in_progress()
