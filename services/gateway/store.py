@@ -78,6 +78,33 @@ async def list_workflows(conn: Conn | asyncpg.Pool[Any], owner_id: str) -> list[
     return [_row(r) for r in rows]
 
 
+# The columns a save writes, in the order both statements below bind them.
+_EDITABLE = (
+    "name",
+    "description",
+    "nodes",
+    "edges",
+    "auth_type",
+    "auth_header_key",
+    "auth_header_value",
+    "sse_enabled",
+    "sse_node_config",
+    "settings",
+)
+
+
+def _editable(fields: dict[str, Any]) -> list[Any]:
+    return [fields[name] for name in _EDITABLE]
+
+
+async def _saved(conn: Conn, r: asyncpg.Record | None) -> WorkflowRow:
+    """Every save records a version of what was saved."""
+    assert r is not None
+    row = _row(r)
+    await _record_version(conn, row)
+    return row
+
+
 async def insert_workflow(conn: Conn, owner_id: str, fields: dict[str, Any]) -> WorkflowRow:
     wid = uuid.uuid4()
     r = await conn.fetchrow(
@@ -87,21 +114,9 @@ async def insert_workflow(conn: Conn, owner_id: str, fields: dict[str, Any]) -> 
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING {_COLUMNS}""",
         wid,
         uuid.UUID(owner_id),
-        fields["name"],
-        fields["description"],
-        fields["nodes"],
-        fields["edges"],
-        fields["auth_type"],
-        fields["auth_header_key"],
-        fields["auth_header_value"],
-        fields["sse_enabled"],
-        fields["sse_node_config"],
-        fields["settings"],
+        *_editable(fields),
     )
-    assert r is not None
-    row = _row(r)
-    await _record_version(conn, row)
-    return row
+    return await _saved(conn, r)
 
 
 async def update_workflow(conn: Conn, current: WorkflowRow, fields: dict[str, Any]) -> WorkflowRow:
@@ -112,21 +127,9 @@ async def update_workflow(conn: Conn, current: WorkflowRow, fields: dict[str, An
                    version = version + 1, updated_at = now()
             WHERE id = $1 RETURNING {_COLUMNS}""",
         uuid.UUID(current.id),
-        fields["name"],
-        fields["description"],
-        fields["nodes"],
-        fields["edges"],
-        fields["auth_type"],
-        fields["auth_header_key"],
-        fields["auth_header_value"],
-        fields["sse_enabled"],
-        fields["sse_node_config"],
-        fields["settings"],
+        *_editable(fields),
     )
-    assert r is not None
-    row = _row(r)
-    await _record_version(conn, row)
-    return row
+    return await _saved(conn, r)
 
 
 async def _record_version(conn: Conn, row: WorkflowRow) -> None:
