@@ -18,8 +18,14 @@ from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
 from contracts.nodes import NODE_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
+from contracts.tools import SANDBOX_TOOL_EVENTS
 
-EVENT_TYPES: tuple[type[Event], ...] = (*RUN_LIFECYCLE_EVENTS, *NODE_EVENTS, *AGENT_EVENTS)
+EVENT_TYPES: tuple[type[Event], ...] = (
+    *RUN_LIFECYCLE_EVENTS,
+    *NODE_EVENTS,
+    *AGENT_EVENTS,
+    *SANDBOX_TOOL_EVENTS,
+)
 
 
 class BatchDecodeError(ValueError):

@@ -1,18 +1,27 @@
 """Every NATS subject and stream name in Heym, and the builders that make them.
 
-Layout of the run stream (`HEYM_RUNS`, subjects `heym.run.>` and `heym.timers.>`):
+Layout of the run stream (`HEYM_RUNS`, subjects `heym.run.>`, `heym.agent.>`, `heym.work.>`
+and `heym.timers.>`):
 
 - `heym.run.<run>.cmd`              requests into a run from outside (RunRequested, CancelRequested)
 - `heym.run.<run>.sched.<service>`  the scheduler's decisions; the last token names the service
                                     that has to act on the decision (`none` when no one does), so
                                     each service's durable consumer filters only its own work
-- `heym.run.<run>.node.<inv>`       one node invocation's own history, written by the service
-                                    that executes it (results, agent turns, tool calls)
+- `heym.run.<run>.node.<inv>`       one node invocation's result, written by the service that
+                                    executes it (NodeCompleted / NodeAttemptFailed)
+- `heym.agent.<run>.<inv>`          one agent invocation's own history (its request, model
+                                    turns, tool dispatches and results, compressions, its end):
+                                    outside `heym.run.>` so the scheduler and the history
+                                    projection never decode agent turns
+- `heym.work.<run>.<service>.<id>`  a work item for a service that is not a scheduler decision
+                                    (an agent's sandbox tool call, a canvas node run as a tool),
+                                    and later requests about it (its cancellation)
 - `heym.run.<run>.timer`            fired durable timers (`wait` nodes, retry back-off)
 - `heym.timers.<run>.<timer>`       the pending timer itself (a JetStream scheduled message whose
                                     target is `heym.run.<run>.timer`)
 
-A run is the union of its subjects: replay reads `heym.run.<run>.>` in stream order.
+The scheduler's view of a run is `heym.run.<run>.>` (its replay filter and its concurrency
+scope); everything recorded for a run, agent turns included, is `heym.*.<run>.>`.
 Core (non-stream) subjects: `heym.svc.<service>.health` and `heym.query.<service>.<name>`.
 """
 
@@ -22,7 +31,7 @@ import re
 from typing import Final
 
 RUN_STREAM: Final = "HEYM_RUNS"
-RUN_STREAM_SUBJECTS: Final = ("heym.run.>", "heym.timers.>")
+RUN_STREAM_SUBJECTS: Final = ("heym.run.>", "heym.agent.>", "heym.work.>", "heym.timers.>")
 
 SERVICES: Final = ("gateway", "scheduler", "agent_runtime", "tool_sandbox", "review")
 NO_SERVICE: Final = "none"
@@ -46,6 +55,11 @@ def run_all(run_id: str) -> str:
     return f"heym.run.{token(run_id)}.>"
 
 
+def run_everything(run_id: str) -> str:
+    """Every subject recorded for one run, agent turns and work items included (streams, audit)."""
+    return f"heym.*.{token(run_id)}.>"
+
+
 def run_commands(run_id: str) -> str:
     return f"heym.run.{token(run_id)}.cmd"
 
@@ -60,6 +74,18 @@ def node(run_id: str, invocation_id: str) -> str:
     return f"heym.run.{token(run_id)}.node.{token(invocation_id)}"
 
 
+def agent(run_id: str, invocation_id: str) -> str:
+    """One agent invocation's aggregate (`heym.agent.<run>.<invocation>`)."""
+    return f"heym.agent.{token(run_id)}.{token(invocation_id)}"
+
+
+def work_item(run_id: str, service: str, item_id: str) -> str:
+    """One work item for `service` that is not a scheduler decision."""
+    if service not in SERVICES:
+        raise SubjectError(f"unknown service {service!r}")
+    return f"heym.work.{token(run_id)}.{service}.{token(item_id)}"
+
+
 def run_timer(run_id: str) -> str:
     return f"heym.run.{token(run_id)}.timer"
 
@@ -69,9 +95,9 @@ def timer_schedule(run_id: str, timer_id: str) -> str:
 
 
 def run_id_of(subject: str) -> str:
-    """The run id carried by any `heym.run.<run>.…` subject."""
+    """The run id carried by any `heym.run|agent|work.<run>.…` subject."""
     parts = subject.split(".")
-    if len(parts) < 4 or parts[0] != "heym" or parts[1] != "run":
+    if len(parts) < 4 or parts[0] != "heym" or parts[1] not in ("run", "agent", "work"):
         raise SubjectError(f"not a run subject: {subject!r}")
     return parts[2]
 
@@ -81,6 +107,7 @@ ALL_RUN_EVENTS: Final = "heym.run.>"
 ALL_COMMANDS: Final = "heym.run.*.cmd"
 ALL_NODE_EVENTS: Final = "heym.run.*.node.*"
 ALL_TIMERS: Final = "heym.run.*.timer"
+ALL_AGENT_EVENTS: Final = "heym.agent.>"
 
 
 def work_for(service: str) -> str:
@@ -88,6 +115,13 @@ def work_for(service: str) -> str:
     if service not in SERVICES:
         raise SubjectError(f"unknown service {service!r}")
     return f"heym.run.*.sched.{service}"
+
+
+def work_items_for(service: str) -> str:
+    """The work items (not scheduler decisions) a service must act on, across all runs."""
+    if service not in SERVICES:
+        raise SubjectError(f"unknown service {service!r}")
+    return f"heym.work.*.{service}.*"
 
 
 def health(service: str) -> str:

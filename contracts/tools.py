@@ -1,14 +1,69 @@
-"""Tool calls the agent runtime sends to the tool sandbox (python tools, skills, MCP):
-request/reply on `heym.query.tool_sandbox.run_tool`."""
+"""Agent tool calls executed by the tool sandbox, as work items on the event log.
+
+An agent's python, skill, mcp and canvas-node (`http`) tool calls are dispatched as a
+`SandboxToolDispatched` on `heym.work.<run>.tool_sandbox.<item>` (appended with expected
+sequence 0, so a call is dispatched once however often the agent re-drives). Any sandbox
+replica may take it; the sandbox records the call's result as an `agent.tool_result`
+(`ToolCallRecorded`) on the calling agent's aggregate `heym.agent.<run>.<invocation>`, with
+the message id `tool-<invocation>-<tool_call_id>`, and never runs a call again once that
+result is recorded. A `SandboxToolCancelled` on the same work-item subject asks the sandbox to
+stop the call (kill its process); the cancelled agent records its own end either way.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
+from contracts.base import Event
 from contracts.subjects import query
 
+SandboxSource = Literal["python", "skill", "mcp", "node_tool"]
+
+
+def tool_result_message_id(invocation_id: str, tool_call_id: str) -> str:
+    """The message id of a tool call's result on the agent's aggregate (deduplicates retries)."""
+    return f"tool-{invocation_id}-{tool_call_id}"
+
+
+class SandboxToolDispatched(Event, tag="tool.dispatched", frozen=True):
+    """One agent tool call for the tool sandbox to execute.
+
+    `meta` carries what the source needs: `{"code": ...}` for a python tool, `{"skill": {...}}`
+    for a skill, `{"server": {...}, "tool": name}` for an MCP tool, and for a canvas node run
+    as a tool `{"node": node-with-arguments-overlaid, "inputs", "upstream", "vars"}`.
+    """
+
+    item_id: str
+    invocation_id: str
+    tool_call_id: str
+    turn: int
+    name: str
+    source: SandboxSource
+    arguments: str
+    meta: dict[str, Any] = msgspec.field(default_factory=dict)
+    timeout_s: float = 30.0
+    owner_id: str = ""
+    workflow_id: str = ""
+    node_id: str = ""
+    node_label: str = ""
+    idempotency_key: str = ""
+    dispatched_at_ms: int = 0
+    timezone: str = "UTC"
+    test_run: bool = False
+
+
+class SandboxToolCancelled(Event, tag="tool.cancelled", frozen=True):
+    """Stop a dispatched call if it is still running (the run or the agent was cancelled)."""
+
+    tool_call_id: str
+    reason: str = "cancelled"
+
+
+SANDBOX_TOOL_EVENTS: tuple[type[Event], ...] = (SandboxToolDispatched, SandboxToolCancelled)
+
+# Deprecated request/reply route, kept only until the work-item route replaces it.
 TOOL_SUBJECT: Final = query("tool_sandbox", "run_tool")
 
 

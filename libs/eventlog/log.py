@@ -172,7 +172,7 @@ class EventLog:
     ) -> list[Envelope]:
         mid = headers.get(H_MSG_ID) or f"seq-{sequence}"
         parts = subject.split(".")
-        run_id = parts[2] if len(parts) > 3 and parts[1] == "run" else ""
+        run_id = parts[2] if len(parts) > 3 and parts[1] in ("run", "agent", "work") else ""
         return [
             Envelope(
                 event_id=f"{mid}:{i}",
