@@ -63,6 +63,25 @@ class SandboxToolCancelled(Event, tag="tool.cancelled", frozen=True):
 
 SANDBOX_TOOL_EVENTS: tuple[type[Event], ...] = (SandboxToolDispatched, SandboxToolCancelled)
 
+# Listing an agent's MCP tools at its start (a query: no side effect, so request/reply). The
+# sandbox answers from its warm sessions; a server that fails is skipped with its reason.
+MCP_LIST_SUBJECT: Final = query("tool_sandbox", "mcp_list_tools")
+
+
+class McpListRequest(msgspec.Struct, kw_only=True):
+    owner_id: str
+    # Each as `McpServer.dispatch_form()` (libs/tools): inline settings, or a stored id.
+    connections: list[dict[str, Any]]
+    timeout_s: float = 30.0
+
+
+class McpListReply(msgspec.Struct, kw_only=True):
+    tools: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    # server name -> why it was skipped
+    errors: dict[str, str] = msgspec.field(default_factory=dict)
+    elapsed_ms: float = 0.0
+
+
 # Deprecated request/reply route, kept only until the work-item route replaces it.
 TOOL_SUBJECT: Final = query("tool_sandbox", "run_tool")
 

@@ -97,7 +97,7 @@ class Containment:
         argv: list[str],
         *,
         workspace: str | None,
-        env: dict[str, str],
+        env: dict[str, str] | None,
         network: bool,
         cwd: str | None = None,
     ) -> list[str]:
@@ -135,9 +135,10 @@ class Containment:
             cmd += ["--bind", path, path]
         if workspace is not None:
             cmd += ["--bind", workspace, WORKSPACE_IN_SANDBOX]
-        cmd += ["--clearenv"]
-        for key, value in env.items():
-            cmd += ["--setenv", key, value]
+        if env is not None:  # else the process environment passes through (it may hold keys)
+            cmd += ["--clearenv"]
+            for key, value in env.items():
+                cmd += ["--setenv", key, value]
         if cwd is not None:
             cmd += ["--chdir", cwd]
         return [*cmd, "--", *argv]
