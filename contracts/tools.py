@@ -82,6 +82,10 @@ class McpListReply(msgspec.Struct, kw_only=True):
     elapsed_ms: float = 0.0
 
 
+# Core (not stored) broadcast between sandbox replicas: "cancel this call if you run it".
+TOOL_CANCEL_BROADCAST: Final = "heym.svc.tool_sandbox.cancel"
+
+
 # Deprecated request/reply route, kept only until the work-item route replaces it.
 TOOL_SUBJECT: Final = query("tool_sandbox", "run_tool")
 

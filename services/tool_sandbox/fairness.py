@@ -62,18 +62,16 @@ class FairScheduler:
         self._users.setdefault(user, _User()).waiting.append(_Queued(key, job))
         self._pump()
 
+    def running_keys(self) -> list[str]:
+        return list(self._tasks)
+
     def cancel(self, key: str) -> bool:
-        """Drop a waiting job or cancel a running one; False when `key` is unknown here."""
+        """Cancel a running job (a waiting one runs and sees its own cancellation)."""
         task = self._tasks.get(key)
-        if task is not None:
-            task.cancel()
-            return True
-        for user in self._users.values():
-            for queued in user.waiting:
-                if queued.key == key:
-                    user.waiting.remove(queued)
-                    return True
-        return False
+        if task is None:
+            return False
+        task.cancel()
+        return True
 
     async def drain(self, timeout: float) -> None:
         """Wait up to `timeout` for running jobs; waiting jobs are left (they are redelivered)."""

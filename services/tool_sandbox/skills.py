@@ -76,7 +76,7 @@ class SkillRunner:
             files = decode_files(skill)
             entry = entry_point([p for p, _ in files])
         except SkillError as exc:
-            return Outcome.error(str(exc), skill=name)
+            return Outcome.error(str(exc), extra={"skill": name})
         source = next(data for path, data in files if path == entry)
         deps = inline_dependencies(source.decode("utf-8", errors="replace"))
         use_uv = self.processes.uv_bin is not None and (
@@ -94,8 +94,9 @@ class SkillRunner:
             if stderr_text:
                 log.info("skill %s stderr: %s", name, stderr_text[-2000:])
             if problem is not None:
-                status = "timeout" if done.timed_out else "error"
-                return Outcome.error(problem, status=status, **extra)
+                return Outcome.error(
+                    problem, status="timeout" if done.timed_out else "error", extra=extra
+                )
             if done.returncode:
                 last = stderr_text.splitlines()[-1] if stderr_text else ""
                 outcome = Outcome.error(

@@ -28,7 +28,7 @@ def _die_with_parent(expected_parent: int) -> None:
         os._exit(137)
 
 
-def _limit(limits: dict) -> None:
+def _limit(limits: dict[str, int]) -> None:
     for name, value in limits.items():
         which = getattr(resource, "RLIMIT_" + name.upper(), None)
         if which is None:
@@ -80,10 +80,7 @@ def main() -> None:
         os.execvp(argv[0], argv)
     entry = os.path.abspath(argv[0])
     sys.argv = [entry, *argv[1:]]
-    if mode == "tool":
-        sys.path.insert(0, os.path.dirname(entry))
-    else:
-        sys.path.insert(0, os.path.dirname(entry))
+    sys.path.insert(0, os.path.dirname(entry))
     # Tell the sandbox the interpreter is up: after this line, a failure is the code's own.
     os.write(2, b"\x00heym-launcher-ready\x00\n")
     import runpy

@@ -248,11 +248,11 @@ def plan(
         )
     uid: int | None = None
     if root:
-        closed = [p for p in needed if not _traversable_by_others(p)]
-        if closed:
+        unreadable = [p for p in needed if not _traversable_by_others(p)]
+        if unreadable:
             notes.append(
                 "processes keep the service's identity: "
-                f"{closed[0]} cannot be read by an unprivileged user"
+                f"{unreadable[0]} cannot be read by an unprivileged user"
             )
         else:
             uid = uid_base

@@ -15,6 +15,7 @@ import builtins
 import json
 import sys
 import types
+from typing import Any
 
 BLOCKED_BUILTINS = {
     "exec", "eval", "compile", "open", "input", "getattr", "setattr", "delattr", "globals",
@@ -44,13 +45,19 @@ def _blocked_name(name: str) -> bool:
     return root in BLOCKED_MODULES or root.startswith("_")
 
 
-def _check_value(value, what):
+def _check_value(value: Any, what: str) -> Any:
     if isinstance(value, types.ModuleType) and _blocked_name(value.__name__):
         raise RestrictionError(f"{what} is not allowed in Python tools")
     return value
 
 
-def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+def _guarded_import(
+    name: str,
+    globals: Any = None,
+    locals: Any = None,
+    fromlist: Any = (),
+    level: int = 0,
+) -> Any:
     if level or _blocked_name(name):
         raise ImportError(f"import of {name!r} is not allowed in Python tools")
     module = __import__(name, globals, locals, fromlist, 0)
@@ -63,7 +70,7 @@ def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
 
 class _SafeFormatter:
     @staticmethod
-    def check(template):
+    def check(template: str) -> None:
         import string
 
         for _, field, spec, _ in string.Formatter().parse(template):
@@ -72,12 +79,12 @@ class _SafeFormatter:
                     raise RestrictionError("format fields may not read attributes or items")
 
 
-def _guarded_attr(obj, name):
+def _guarded_attr(obj: Any, name: str) -> Any:
     value = builtins.getattr(obj, name)
     if isinstance(obj, str) and name in ("format", "format_map"):
         template = obj
 
-        def checked(*args, **kwargs):
+        def checked(*args: Any, **kwargs: Any) -> Any:
             _SafeFormatter.check(template)
             return value(*args, **kwargs)
 
@@ -86,7 +93,7 @@ def _guarded_attr(obj, name):
 
 
 class _Rewriter(ast.NodeTransformer):
-    def visit_Attribute(self, node):
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         if node.attr.startswith("_"):
             raise RestrictionError(f"attribute {node.attr!r} is not allowed in Python tools")
         self.generic_visit(node)
@@ -99,26 +106,26 @@ class _Rewriter(ast.NodeTransformer):
             return ast.copy_location(call, node)
         return node
 
-    def visit_Name(self, node):
+    def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id.startswith("_"):
             raise RestrictionError(f"name {node.id!r} is not allowed in Python tools")
         return node
 
 
-def _compile(code):
+def _compile(code: str) -> types.CodeType:
     tree = _Rewriter().visit(ast.parse(code, "<tool>", "exec"))
     ast.fix_missing_locations(tree)
     return compile(tree, "<tool>", "exec")
 
 
-def _namespace():
+def _namespace() -> dict[str, Any]:
     safe = {k: v for k, v in vars(builtins).items() if k not in BLOCKED_BUILTINS}
     safe["__import__"] = _guarded_import
     safe["__build_class__"] = builtins.__build_class__  # class statements
     return {"__builtins__": safe, "__name__": "__tool__", "__heym_attr__": _guarded_attr}
 
 
-def main():
+def main() -> None:
     out = sys.stdout
     try:
         request = json.loads(sys.stdin.read())

@@ -114,10 +114,11 @@ class McpClient:
                 return Outcome.error(
                     f"MCP tool {tool!r} timed out: {message}", status="timeout", **extra
                 )
-            return Outcome.error(f"MCP tool {tool!r} failed: {message}", **extra)
+            return Outcome.error(f"MCP tool {tool!r} failed: {message}", extra=extra)
         value = extract(result)
-        status = "error" if result.is_error else "success"
-        return Outcome(result=value, status=status, extra=extra)
+        if result.is_error:
+            return Outcome(result=value, status="error", extra=extra)
+        return Outcome(result=value, extra=extra)
 
     async def list_tools(
         self, owner: str, connections: list[dict[str, Any]], timeout_s: float

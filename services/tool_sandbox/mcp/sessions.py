@@ -93,13 +93,15 @@ class _Session:
 
     async def _own(self) -> None:
         try:
-            async with self.transport.connect() as (read, write):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    self.session = session
-                    if not self._ready.done():
-                        self._ready.set_result(None)
-                    await self._closing.wait()
+            async with (
+                self.transport.connect() as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                self.session = session
+                if not self._ready.done():
+                    self._ready.set_result(None)
+                await self._closing.wait()
         except BaseException as exc:
             if not self._ready.done():
                 self._ready.set_exception(McpUnavailable(describe(exc)))

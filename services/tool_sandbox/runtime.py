@@ -1,0 +1,124 @@
+"""`SandboxRuntime`: the sandbox's parts built once from settings (no I/O until used)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import uv
+
+from libs.config import Settings
+from libs.secrets import SecretBox, SecretKeyError
+from libs.tools import connection_store, file_store
+from libs.tools.mcp_config import McpServer
+from services.tool_sandbox.containment.policy import Containment, Limits, plan
+from services.tool_sandbox.executor import ToolExecutor
+from services.tool_sandbox.fairness import FairScheduler
+from services.tool_sandbox.mcp.client import McpClient
+from services.tool_sandbox.output_files import publish
+from services.tool_sandbox.processes import OutputCaps, ProcessRunner
+from services.tool_sandbox.python_tools import PythonToolRunner
+from services.tool_sandbox.skills import SkillRunner
+
+log = logging.getLogger(__name__)
+
+
+def _uv_bin() -> str | None:
+    try:
+        return str(uv.find_uv_bin())
+    except (FileNotFoundError, OSError):
+        return None
+
+
+class SandboxRuntime:
+    def __init__(self, settings: Settings, pool: Any) -> None:
+        self.settings = settings
+        self._pool = pool
+        root = settings.data_dir.resolve() / "sandbox"
+        self.uv_cache = root / "uv-cache"
+        self.uv_cache.mkdir(parents=True, exist_ok=True)
+        uv_bin = _uv_bin()
+        self.containment: Containment = plan(
+            bubblewrap=settings.sandbox_bubblewrap,
+            data_dir=settings.data_dir,
+            uid_base=settings.sandbox_uid_base,
+            uv_cache=self.uv_cache,
+            uv_bin=uv_bin,
+        )
+        for note in self.containment.notes:
+            log.warning("sandbox: %s", note)
+        log.info("tool sandbox containment: %s", self.containment.label)
+        limits = Limits()
+        self.processes = ProcessRunner(
+            self.containment,
+            uv_bin=uv_bin,
+            uv_cache=self.uv_cache,
+            caps=OutputCaps(),
+            limits=limits,
+        )
+        work = root / "work"
+        self.skills = SkillRunner(self.processes, work_root=work, runner=settings.skill_runner)
+        self.python_tools = PythonToolRunner(self.processes, work_root=work)
+        self.box: SecretBox | None = None
+        if settings.secret_key:
+            try:
+                self.box = SecretBox.from_setting(settings.secret_key)
+            except SecretKeyError as exc:
+                log.error("stored MCP connections are unavailable: %s", exc)
+        self.mcp = McpClient(
+            self.containment,
+            work_root=root / "mcp",
+            load_stored=self._load_server,
+            limits=Limits(memory_kind="data", processes=256, cpu_s=24 * 3600),
+            first_slot=settings.sandbox_processes,
+        )
+        self.http = httpx.AsyncClient(limits=httpx.Limits(max_connections=100))
+        self.io = FairScheduler(
+            "tool_sandbox-io",
+            limit=settings.sandbox_concurrency,
+            per_user=settings.sandbox_user_concurrency,
+        )
+        self.process_slots = FairScheduler(
+            "tool_sandbox-processes",
+            limit=settings.sandbox_processes,
+            per_user=settings.sandbox_user_processes,
+        )
+        self.executor = ToolExecutor(
+            skills=self.skills,
+            python_tools=self.python_tools,
+            mcp=self.mcp,
+            http=self.http,
+            publisher=self._publisher,
+        )
+
+    async def _load_server(self, owner: str, connection_id: str) -> McpServer | None:
+        if self.box is None:
+            return None
+        pool: asyncpg.Pool[Any] = self._pool()
+        return await connection_store.load_server(pool, self.box, owner, connection_id)
+
+    def _publisher(self, owner: str, run_id: str, tool_call_id: str) -> Any:
+        async def store(name: str, mime: str, data: bytes) -> file_store.GeneratedFile:
+            return await file_store.store_file(
+                self._pool(),
+                owner_id=owner,
+                filename=name,
+                mime_type=mime,
+                content=data,
+                run_id=run_id,
+                tool_call_id=tool_call_id,
+            )
+
+        async def publish_files(ws: Path, result: Any) -> Any:
+            return await publish(ws, result, store)
+
+        return publish_files
+
+    async def close(self) -> None:
+        await self.io.drain(self.settings.shutdown_grace_s)
+        await self.process_slots.drain(self.settings.shutdown_grace_s)
+        await self.mcp.close()
+        await self.http.aclose()
