@@ -20,8 +20,11 @@ from services.gateway.credentials import CredentialController
 from services.gateway.event_docs import EventDocsController
 from services.gateway.execute import ExecuteController
 from services.gateway.expressions_api import ExpressionController
+from services.gateway.files import FileController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
+from services.gateway.mcp_connections import McpConnectionController
+from services.gateway.skills import SkillController
 from services.gateway.traces import TraceController
 from services.gateway.workflows import WorkflowController
 
@@ -66,6 +69,9 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             HistoryController,
             ExpressionController,
             TraceController,
+            SkillController,
+            FileController,
+            McpConnectionController,
         ],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
