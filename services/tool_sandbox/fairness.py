@@ -59,7 +59,11 @@ class FairScheduler:
 
     def submit(self, user: str, key: str, job: Job) -> None:
         """Queue `job` for `user`; it starts when a slot is free and it is the user's turn."""
-        self._users.setdefault(user, _User()).waiting.append(_Queued(key, job))
+        if user not in self._users:
+            self._users[user] = _User()
+            # A user not served lately goes before those served most recently.
+            self._users.move_to_end(user, last=False)
+        self._users[user].waiting.append(_Queued(key, job))
         self._pump()
 
     def running_keys(self) -> list[str]:

@@ -67,13 +67,14 @@ class _Capped:
 
 
 async def _pump(stream: asyncio.StreamReader, sink: _Capped, over: asyncio.Event) -> None:
+    # Past the cap, keep reading and dropping until the killed process's pipe closes: an
+    # unread pipe would keep asyncio from seeing the process end.
     while True:
         data = await stream.read(CHUNK)
         if not data:
             return
-        if not sink.add(data):
+        if not sink.overflow and not sink.add(data):
             over.set()
-            return
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
