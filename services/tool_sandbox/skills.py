@@ -84,8 +84,10 @@ class SkillRunner:
         )
         ident = self.processes.containment.identity(slot)
         with workspace(self.work_root, files, ident) as ws:
+            # No network unless the skill's config allows it (`allowNetwork: true`).
+            network = skill.get("allowNetwork") is True
             done, extra = await self._execute(
-                ws, entry, deps, use_uv, arguments, timeout_s=timeout_s, slot=slot
+                ws, entry, deps, use_uv, arguments, timeout_s=timeout_s, slot=slot, network=network
             )
             extra["skill"] = name
             memory_mb = self.processes.limits.memory_bytes // (1024 * 1024)
@@ -120,6 +122,7 @@ class SkillRunner:
         *,
         timeout_s: float,
         slot: int,
+        network: bool,
     ) -> tuple[Completed, dict[str, Any]]:
         stdin = stdin_payload(arguments)
         extra: dict[str, Any] = {}
@@ -127,12 +130,16 @@ class SkillRunner:
             launch = self.processes.uv_launch(
                 ws, script=entry, dependencies=deps, slot=slot, timeout_s=timeout_s
             )
-            done = await self.processes.run(launch, ws, stdin=stdin, timeout_s=timeout_s)
+            done = await self.processes.run(
+                launch, ws, stdin=stdin, timeout_s=timeout_s, network=network
+            )
             if done.started or done.timed_out:
                 extra["runner"] = "uv"
                 return done, extra
             if deps and await self._prefetch(deps, timeout_s):
-                done = await self.processes.run(launch, ws, stdin=stdin, timeout_s=timeout_s)
+                done = await self.processes.run(
+                    launch, ws, stdin=stdin, timeout_s=timeout_s, network=network
+                )
                 if done.started or done.timed_out:
                     extra["runner"] = "uv"
                     return done, extra
@@ -143,7 +150,9 @@ class SkillRunner:
         launch = self.processes.python_launch(
             ws, mode="run", script=entry, slot=slot, timeout_s=timeout_s, site=True
         )
-        done = await self.processes.run(launch, ws, stdin=stdin, timeout_s=timeout_s)
+        done = await self.processes.run(
+            launch, ws, stdin=stdin, timeout_s=timeout_s, network=network
+        )
         extra["runner"] = "python"
         return done, extra
 
