@@ -8,7 +8,7 @@ from typing import Any
 
 from contracts import subjects
 from contracts.agents import ToolCallRecorded
-from contracts.tools import SandboxToolCancelled, SandboxToolDispatched, SandboxSource
+from contracts.tools import SandboxSource, SandboxToolCancelled, SandboxToolDispatched
 from libs.eventlog import EventLog
 
 
