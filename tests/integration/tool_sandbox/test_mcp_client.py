@@ -92,7 +92,8 @@ async def test_a_stdio_server_killed_between_two_calls_is_restarted(client: McpC
         os.kill(pid, signal.SIGKILL)
     second = await client.call("u1", server, "get_current_time", {"timezone": "UTC"}, 30)
     assert second.status == "success", second.result
-    assert pids_with(mark) and set(pids_with(mark)).isdisjoint(pids)
+    assert pids_with(mark)
+    assert set(pids_with(mark)).isdisjoint(pids)
 
 
 async def test_a_server_down_at_listing_is_skipped_with_its_reason(client: McpClient) -> None:
