@@ -6,7 +6,6 @@ The environment is built from nothing: a skill sees `PATH`, `HOME`, `TMPDIR`, `L
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,9 +82,9 @@ class ProcessRunner:
         absolute path of the sandbox's code) through the launcher."""
         inner_ws = self.inner(workspace)
         limits = Limits(**{**self.limits.__dict__, "cpu_s": int(timeout_s) + 1})
-        config = self.containment.launcher_config(mode=mode, limits=limits, slot=slot, site=site)
+        settings = self.containment.launcher_args(mode=mode, limits=limits, slot=slot, site=site)
         target = script if script.startswith("/") else f"{inner_ws}/{script}"
-        argv = [self.containment.python, "-I", "-S", LAUNCHER, json.dumps(config), target]
+        argv = [self.containment.python, "-I", "-S", LAUNCHER, *settings, target]
         return Launch(argv=argv, env=self.base_env(inner_ws), inner_workspace=inner_ws)
 
     def uv_launch(
@@ -102,7 +101,7 @@ class ProcessRunner:
         assert self.uv_bin is not None
         inner_ws = self.inner(workspace)
         limits = Limits(**{**self.limits.__dict__, "cpu_s": int(timeout_s) + 1})
-        config = self.containment.launcher_config(
+        settings = self.containment.launcher_args(
             mode="run", limits=limits, slot=slot, site=False, venv_site=True
         )
         argv = [self.uv_bin, "run", "--no-project", "--no-build", "--quiet"]
@@ -111,7 +110,7 @@ class ProcessRunner:
         argv += ["--python", self.containment.base_python]
         for dep in dependencies:
             argv += ["--with", dep]
-        argv += ["python", "-S", LAUNCHER, json.dumps(config), f"{inner_ws}/{script}"]
+        argv += ["python", "-S", LAUNCHER, *settings, f"{inner_ws}/{script}"]
         env = self.base_env(inner_ws)
         env.update(
             UV_CACHE_DIR=str(self.uv_cache),

@@ -33,7 +33,7 @@ class PythonToolRunner:
         ident = self.processes.containment.identity(slot)
         with workspace(self.work_root, [], ident) as ws:
             launch = self.processes.python_launch(
-                ws, mode="tool", script=RUNNER, slot=slot, timeout_s=timeout_s, site=False
+                ws, mode="run", script=RUNNER, slot=slot, timeout_s=timeout_s, site=False
             )
             done = await self.processes.run(
                 launch, ws, stdin=request.encode("utf-8", errors="replace"), timeout_s=timeout_s

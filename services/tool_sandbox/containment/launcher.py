@@ -1,25 +1,25 @@
 """The first code of every contained process: limits, identity, then the skill, tool or server.
 
-Run as a file (`python -I -S launcher.py CONFIG ...`), never imported by the service: it uses
-the standard library only and starts in a few milliseconds. CONFIG is a JSON object:
+Run as a file (`python -I -S launcher.py KEY=VALUE ... -- TARGET [ARGS]`), never imported by
+the service. It imports nothing but `os`, `sys` and `resource` (every import here is paid by
+every tool call). Settings:
 
-- `limits`: `{name: value}` for `resource.RLIMIT_<NAME>` (soft = hard, never raised);
-- `uid`/`gid`: drop to this identity (only when started as root), with no supplementary groups;
-- `pdeathsig`: ask Linux to SIGKILL this process when its parent dies (set after the identity
-  change, which would clear it), for runs outside bubblewrap;
-- `site`: directories to put on `sys.path` (no `.pth` processing), `venv_site`: also add the
+- `rlimit.<name>=<n>`: `resource.RLIMIT_<NAME>` (soft = hard, never raised);
+- `uid=<n>` / `gid=<n>`: drop to this identity (only when started as root), no extra groups;
+- `pdeathsig=1`: SIGKILL this process when its parent dies (set after the identity change,
+  which would clear it), for runs outside bubblewrap;
+- `site=<dir>`: put a directory on `sys.path` (no `.pth` processing); `venv_site=1`: add the
   site-packages of `$VIRTUAL_ENV` with its `.pth` files (the environment `uv run` made);
-- `mode`: `run` (run the file `argv[0]` as `__main__`), `tool` (the Python-tool runner
-  `argv[0]`), or `exec` (replace this process with `argv`, an MCP server).
+- `mode=run` (run the file TARGET as `__main__`) or `mode=exec` (replace this process with
+  TARGET ARGS, an MCP server).
 """
 
-import json
 import os
 import resource
 import sys
 
 
-def _die_with_parent(expected_parent: int) -> None:
+def _die_with_parent(expected_parent):
     import ctypes  # only outside bubblewrap: ctypes costs a few milliseconds to import
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -28,19 +28,17 @@ def _die_with_parent(expected_parent: int) -> None:
         os._exit(137)
 
 
-def _limit(limits: dict[str, int]) -> None:
-    for name, value in limits.items():
-        which = getattr(resource, "RLIMIT_" + name.upper(), None)
-        if which is None:
-            continue
-        _soft, hard = resource.getrlimit(which)
-        value = int(value)
-        if hard != resource.RLIM_INFINITY and value > hard:
-            value = hard
-        resource.setrlimit(which, (value, value))
+def _limit(name, value):
+    which = getattr(resource, "RLIMIT_" + name.upper(), None)
+    if which is None:
+        return
+    _soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY and value > hard:
+        value = hard
+    resource.setrlimit(which, (value, value))
 
 
-def _drop_identity(uid: int, gid: int) -> None:
+def _drop_identity(uid, gid):
     if os.getuid() != 0:
         return
     os.setgroups([])
@@ -50,7 +48,7 @@ def _drop_identity(uid: int, gid: int) -> None:
         os._exit(126)
 
 
-def _venv_site() -> None:
+def _venv_site():
     venv = os.environ.get("VIRTUAL_ENV")
     if not venv:
         return
@@ -60,32 +58,40 @@ def _venv_site() -> None:
     site.addsitedir(os.path.join(lib, "site-packages"))
 
 
-def main() -> None:
-    config = json.loads(sys.argv[1])
-    argv = sys.argv[2:]
+def main():
+    args = sys.argv[1:]
+    split = args.index("--")
+    settings, target = args[:split], args[split + 1 :]
     parent = os.getppid()
-    _limit(config.get("limits") or {})
+    config = {}
+    sites = []
+    for item in settings:
+        key, _, value = item.partition("=")
+        if key.startswith("rlimit."):
+            _limit(key[7:], int(value))
+        elif key == "site":
+            sites.append(value)
+        else:
+            config[key] = value
     if "uid" in config:
         _drop_identity(int(config["uid"]), int(config["gid"]))
-    if config.get("pdeathsig"):
+    if config.get("pdeathsig") == "1":
         _die_with_parent(parent)
     os.umask(0o077)
-    sys.path[:] = [p for p in sys.path if p]
-    for path in config.get("site") or []:
-        sys.path.append(path)
-    if config.get("venv_site"):
+    if config.get("mode") == "exec":
+        os.execvp(target[0], target)
+    entry = os.path.abspath(target[0])
+    sys.argv = [entry, *target[1:]]
+    sys.path[:] = [os.path.dirname(entry), *(p for p in sys.path if p), *sites]
+    if config.get("venv_site") == "1":
         _venv_site()
-    mode = config.get("mode")
-    if mode == "exec":
-        os.execvp(argv[0], argv)
-    entry = os.path.abspath(argv[0])
-    sys.argv = [entry, *argv[1:]]
-    sys.path.insert(0, os.path.dirname(entry))
     # Tell the sandbox the interpreter is up: after this line, a failure is the code's own.
     os.write(2, b"\x00heym-launcher-ready\x00\n")
-    import runpy
-
-    runpy.run_path(entry, run_name="__main__")
+    with open(entry, "rb") as f:
+        code = compile(f.read(), entry, "exec")
+    namespace = {"__name__": "__main__", "__file__": entry, "__builtins__": __builtins__}
+    del f
+    exec(code, namespace)
 
 
 if __name__ == "__main__":

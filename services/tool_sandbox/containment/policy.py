@@ -77,20 +77,22 @@ class Containment:
         uid = self.uid_base + slot
         return uid, uid
 
-    def launcher_config(
+    def launcher_args(
         self, *, mode: str, limits: Limits, slot: int, site: bool, venv_site: bool = False
-    ) -> dict[str, object]:
-        config: dict[str, object] = {"mode": mode, "limits": limits.rlimits()}
+    ) -> list[str]:
+        """The launcher's settings (see launcher.py), ending with `--`."""
+        args = [f"mode={mode}"]
+        args += [f"rlimit.{name}={value}" for name, value in limits.rlimits().items()]
         ident = self.identity(slot)
         if ident is not None:
-            config["uid"], config["gid"] = ident
+            args += [f"uid={ident[0]}", f"gid={ident[1]}"]
         if self.bwrap is None:
-            config["pdeathsig"] = True
+            args.append("pdeathsig=1")
         if site:
-            config["site"] = list(self.site)
+            args += [f"site={path}" for path in self.site]
         if venv_site:
-            config["venv_site"] = True
-        return config
+            args.append("venv_site=1")
+        return [*args, "--"]
 
     def wrap(
         self,

@@ -15,7 +15,6 @@ import builtins
 import json
 import sys
 import types
-from typing import Any
 
 BLOCKED_BUILTINS = {
     "exec", "eval", "compile", "open", "input", "getattr", "setattr", "delattr", "globals",
@@ -45,7 +44,7 @@ def _blocked_name(name: str) -> bool:
     return root in BLOCKED_MODULES or root.startswith("_")
 
 
-def _check_value(value: Any, what: str) -> Any:
+def _check_value(value: object, what: str) -> object:
     if isinstance(value, types.ModuleType) and _blocked_name(value.__name__):
         raise RestrictionError(f"{what} is not allowed in Python tools")
     return value
@@ -53,11 +52,11 @@ def _check_value(value: Any, what: str) -> Any:
 
 def _guarded_import(
     name: str,
-    globals: Any = None,
-    locals: Any = None,
-    fromlist: Any = (),
+    globals: object = None,
+    locals: object = None,
+    fromlist: object = (),
     level: int = 0,
-) -> Any:
+) -> object:
     if level or _blocked_name(name):
         raise ImportError(f"import of {name!r} is not allowed in Python tools")
     module = __import__(name, globals, locals, fromlist, 0)
@@ -79,12 +78,12 @@ class _SafeFormatter:
                     raise RestrictionError("format fields may not read attributes or items")
 
 
-def _guarded_attr(obj: Any, name: str) -> Any:
+def _guarded_attr(obj: object, name: str) -> object:
     value = builtins.getattr(obj, name)
     if isinstance(obj, str) and name in ("format", "format_map"):
         template = obj
 
-        def checked(*args: Any, **kwargs: Any) -> Any:
+        def checked(*args: object, **kwargs: object) -> object:
             _SafeFormatter.check(template)
             return value(*args, **kwargs)
 
@@ -118,7 +117,7 @@ def _compile(code: str) -> types.CodeType:
     return compile(tree, "<tool>", "exec")
 
 
-def _namespace() -> dict[str, Any]:
+def _namespace() -> dict:
     safe = {k: v for k, v in vars(builtins).items() if k not in BLOCKED_BUILTINS}
     safe["__import__"] = _guarded_import
     safe["__build_class__"] = builtins.__build_class__  # class statements

@@ -9,7 +9,6 @@ bounded by the file-size limit, and is logged when the session fails.
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable
@@ -101,7 +100,7 @@ class StdioTransport:
     def params(self) -> tuple[StdioServerParameters, Path]:
         ws = self._workspace()
         inner = "/tmp/workspace" if self.containment.bwrap else str(ws)
-        config = self.containment.launcher_config(
+        settings = self.containment.launcher_args(
             mode="exec", limits=self.limits, slot=self.slot, site=False
         )
         argv = [
@@ -109,7 +108,7 @@ class StdioTransport:
             "-I",
             "-S",
             LAUNCHER,
-            json.dumps(config),
+            *settings,
             self.server.command,
             *self.server.args,
         ]
