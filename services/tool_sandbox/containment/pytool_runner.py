@@ -10,11 +10,14 @@ containment (no secrets in the environment, an unprivileged identity, limits, bu
 is the boundary.
 """
 
-import ast
+import _ast
+import _json
+import _string
 import builtins
-import json
 import sys
-import types
+
+ModuleType = type(sys)
+
 
 BLOCKED_BUILTINS = {
     "exec", "eval", "compile", "open", "input", "getattr", "setattr", "delattr", "globals",
@@ -45,7 +48,7 @@ def _blocked_name(name: str) -> bool:
 
 
 def _check_value(value: object, what: str) -> object:
-    if isinstance(value, types.ModuleType) and _blocked_name(value.__name__):
+    if isinstance(value, ModuleType) and _blocked_name(value.__name__):
         raise RestrictionError(f"{what} is not allowed in Python tools")
     return value
 
@@ -67,15 +70,11 @@ def _guarded_import(
     return module
 
 
-class _SafeFormatter:
-    @staticmethod
-    def check(template: str) -> None:
-        import string
-
-        for _, field, spec, _ in string.Formatter().parse(template):
-            for part in (field or "", spec or ""):
-                if "." in part or "[" in part:
-                    raise RestrictionError("format fields may not read attributes or items")
+def _check_format(template: str) -> None:
+    for _literal, field, spec, _conversion in _string.formatter_parser(template):
+        for part in (field or "", spec or ""):
+            if "." in part or "[" in part:
+                raise RestrictionError("format fields may not read attributes or items")
 
 
 def _guarded_attr(obj: object, name: str) -> object:
@@ -84,37 +83,95 @@ def _guarded_attr(obj: object, name: str) -> object:
         template = obj
 
         def checked(*args: object, **kwargs: object) -> object:
-            _SafeFormatter.check(template)
+            _check_format(template)
             return value(*args, **kwargs)
 
         return checked
     return _check_value(value, f"attribute {name!r}")
 
 
-class _Rewriter(ast.NodeTransformer):
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        if node.attr.startswith("_"):
-            raise RestrictionError(f"attribute {node.attr!r} is not allowed in Python tools")
-        self.generic_visit(node)
-        if isinstance(node.ctx, ast.Load):
-            call = ast.Call(
-                func=ast.Name(id="__heym_attr__", ctx=ast.Load()),
-                args=[node.value, ast.Constant(node.attr)],
-                keywords=[],
-            )
-            return ast.copy_location(call, node)
-        return node
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id.startswith("_"):
-            raise RestrictionError(f"name {node.id!r} is not allowed in Python tools")
-        return node
+def _located(new: object, old: object) -> object:
+    for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+        setattr(new, attr, getattr(old, attr, None))
+    return new
 
 
-def _compile(code: str) -> types.CodeType:
-    tree = _Rewriter().visit(ast.parse(code, "<tool>", "exec"))
-    ast.fix_missing_locations(tree)
-    return compile(tree, "<tool>", "exec")
+def _rewrite(node: object) -> object:
+    """Refuse `_` names and attributes; route every attribute read through `__heym_attr__`."""
+    if isinstance(node, _ast.Name) and node.id.startswith("_"):
+        raise RestrictionError(f"name {node.id!r} is not allowed in Python tools")
+    if isinstance(node, _ast.Attribute) and node.attr.startswith("_"):
+        raise RestrictionError(f"attribute {node.attr!r} is not allowed in Python tools")
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            value[:] = [_rewrite(v) if isinstance(v, _ast.AST) else v for v in value]
+        elif isinstance(value, _ast.AST):
+            setattr(node, field, _rewrite(value))
+    if isinstance(node, _ast.Attribute) and isinstance(node.ctx, _ast.Load):
+        func = _located(_ast.Name(id="__heym_attr__", ctx=_ast.Load()), node)
+        name = _located(_ast.Constant(value=node.attr), node)
+        return _located(_ast.Call(func=func, args=[node.value, name], keywords=[]), node)
+    return node
+
+
+def _compile(code: str) -> object:
+    tree = compile(code, "<tool>", "exec", _ast.PyCF_ONLY_AST)
+    return compile(_rewrite(tree), "<tool>", "exec")
+
+
+class _JsonContext:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float
+
+
+_scan = _json.make_scanner(_JsonContext())
+
+
+def _loads(text: str) -> object:
+    text = text.strip()
+    value, end = _scan(text, 0)
+    if text[end:].strip():
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def _dumps(value: object, depth: int = 0) -> str:
+    """JSON text (the runner cannot afford `json`, which imports `re`); unknown types as str."""
+    if depth > 100:
+        raise ValueError("the result is nested too deeply")
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        try:
+            return int.__repr__(value)
+        except ValueError:
+            return _json.encode_basestring_ascii(str(type(value).__name__))
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if value in (float("inf"), float("-inf")):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float.__repr__(value)
+    if isinstance(value, str):
+        return _json.encode_basestring_ascii(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_dumps(v, depth + 1) for v in value) + "]"
+    if isinstance(value, dict):
+        items = []
+        for k, v in value.items():
+            key = k if isinstance(k, str) else _dumps(k, depth + 1).strip('"')
+            items.append(_json.encode_basestring_ascii(key) + ":" + _dumps(v, depth + 1))
+        return "{" + ",".join(items) + "}"
+    return _json.encode_basestring_ascii(str(value))
 
 
 def _namespace() -> dict:
@@ -127,7 +184,7 @@ def _namespace() -> dict:
 def main() -> None:
     out = sys.stdout
     try:
-        request = json.loads(sys.stdin.read())
+        request = _loads(sys.stdin.read())
         code = str(request["code"])
         function_name = str(request["function_name"])
         arguments = request.get("arguments") or {}
@@ -139,10 +196,10 @@ def main() -> None:
         if not callable(function):
             raise RestrictionError(f"the code defines no function named {function_name!r}")
         result = function(**arguments)
-        text = json.dumps({"success": True, "result": result}, default=str)
+        text = '{"success":true,"result":' + _dumps(result) + "}"
     except BaseException as exc:  # the tool's failure is its result
         message = f"{type(exc).__name__}: {exc}"
-        text = json.dumps({"success": False, "error": message[:4000]})
+        text = '{"success":false,"error":' + _dumps(message[:4000]) + "}"
     out.write(text)
     out.flush()
 
