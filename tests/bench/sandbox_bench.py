@@ -110,7 +110,9 @@ async def _service_figures(runner: str) -> list[Figure]:
         nc = await nats.connect(system.nats_url)
         try:
             log = EventLog(nc)
-            skill = await _samples(log, "skill", "skill_trivial", {"input": "x"}, {"skill": TRIVIAL})
+            skill = await _samples(
+                log, "skill", "skill_trivial", {"input": "x"}, {"skill": TRIVIAL}
+            )
             figures.append(
                 latency(
                     f"sandbox: trivial skill round trip ({runner})",
@@ -121,9 +123,7 @@ async def _service_figures(runner: str) -> list[Figure]:
             if runner == "python":
                 code = {"code": "def add(a, b):\n    return a + b"}
                 tool = await _samples(log, "python", "add", {"a": 1, "b": 2}, code)
-                figures.append(
-                    latency("sandbox: Python tool round trip", tool, target_p50_ms=30)
-                )
+                figures.append(latency("sandbox: Python tool round trip", tool, target_p50_ms=30))
         finally:
             await nc.close()
     return figures
