@@ -32,6 +32,14 @@ class Peer:
         return f"http://127.0.0.1:{self.port}{path}"
 
     async def start(self) -> None:
+        self.spawn()
+        for _ in range(300):
+            if port_open("127.0.0.1", self.port):
+                return
+            await asyncio.sleep(0.02)
+        raise RuntimeError("the MCP peer did not start")
+
+    def spawn(self) -> None:
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -45,11 +53,6 @@ class Peer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        for _ in range(300):
-            if port_open("127.0.0.1", self.port):
-                return
-            await asyncio.sleep(0.02)
-        raise RuntimeError("the MCP peer did not start")
 
     def stop(self) -> None:
         if self.proc is not None:
