@@ -62,13 +62,20 @@ def _row(r: asyncpg.Record) -> ConnectionRow:
         transport=r["transport"],
         url=r["url"],
         command=r["command"],
-        args=list(json.loads(r["args"])),
+        args=_jsonb(r["args"]),
         timeout_seconds=r["timeout_seconds"],
-        header_names=list(json.loads(r["header_names"])),
-        env_names=list(json.loads(r["env_names"])),
+        header_names=_jsonb(r["header_names"]),
+        env_names=_jsonb(r["env_names"]),
         created_at=r["created_at"].isoformat(),
         updated_at=r["updated_at"].isoformat(),
     )
+
+
+def _jsonb(value: Any) -> list[Any]:
+    """A jsonb list, from a pool with Heym's JSON codec (a value) or a plain connection (text)."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return list(value) if isinstance(value, list) else []
 
 
 def _uuid(value: str) -> uuid.UUID | None:
@@ -106,11 +113,11 @@ async def insert_connection(
         fields.transport,
         fields.url,
         fields.command,
-        json.dumps(fields.args),
+        fields.args,
         fields.timeout_seconds,
         _seal(box, cid, headers, env),
-        json.dumps(sorted(headers)),
-        json.dumps(sorted(env)),
+        sorted(headers),
+        sorted(env),
     )
     assert r is not None
     return _row(r)
@@ -172,11 +179,11 @@ async def update_connection(
             fields.transport,
             fields.url,
             fields.command,
-            json.dumps(fields.args),
+            fields.args,
             fields.timeout_seconds,
             _seal(box, cid, headers, env),
-            json.dumps(sorted(headers)),
-            json.dumps(sorted(env)),
+            sorted(headers),
+            sorted(env),
         )
     return _row(r) if r else None
 
@@ -213,7 +220,7 @@ async def load_server(
         label=r["label"],
         transport=r["transport"],
         command=r["command"] or "",
-        args=tuple(json.loads(r["args"])),
+        args=tuple(_jsonb(r["args"])),
         env=env,
         url=r["url"] or "",
         headers=headers,

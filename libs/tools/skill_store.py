@@ -43,11 +43,18 @@ def _row(r: asyncpg.Record) -> SkillRow:
         owner_id=str(r["owner_id"]),
         name=r["name"],
         content=r["content"],
-        files=list(json.loads(r["files"])),
+        files=_jsonb(r["files"]),
         timeout_seconds=r["timeout_seconds"],
         created_at=r["created_at"].isoformat(),
         updated_at=r["updated_at"].isoformat(),
     )
+
+
+def _jsonb(value: Any) -> list[Any]:
+    """A jsonb list, from a pool with Heym's JSON codec (a value) or a plain connection (text)."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return list(value) if isinstance(value, list) else []
 
 
 def _uuid(value: str) -> uuid.UUID | None:
@@ -73,7 +80,7 @@ async def insert_skill(
         uuid.UUID(owner_id),
         name,
         content,
-        json.dumps(files),
+        files,
         timeout_seconds,
     )
     assert r is not None
