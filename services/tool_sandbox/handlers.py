@@ -3,7 +3,8 @@
 - `heym.run.*.sched.tool_sandbox`: node invocations (`http` nodes; `NodeToolDispatched` from
   agents that still dispatch canvas node tools this way). Each result is appended to the
   invocation's subject with expected sequence 0: exactly one result per invocation.
-- `heym.work.*.tool_sandbox.*`: agent tool calls (`work_items.py`).
+- `heym.work.*.tool_sandbox.*` (consumer `tool_sandbox-tools`): agent tool calls
+  (`work_items.py`).
 - `heym.query.tool_sandbox.mcp_list_tools`: an agent's MCP tools at its start.
 - `heym.svc.tool_sandbox.cancel`: cancellations broadcast between replicas.
 
@@ -25,12 +26,11 @@ from contracts import subjects
 from contracts.agents import NodeToolDispatched
 from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
-from contracts.tools import MCP_LIST_SUBJECT, TOOL_CANCEL_BROADCAST, TOOL_SUBJECT, McpListRequest
+from contracts.tools import MCP_LIST_SUBJECT, TOOL_CANCEL_BROADCAST, McpListRequest
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer, kept_alive
 from services.tool_sandbox.nodes import NodeRunner, as_dispatch
 from services.tool_sandbox.runtime import SandboxRuntime
-from services.tool_sandbox.tools import answer_tool_request
 from services.tool_sandbox.work_items import ToolCalls
 
 log = logging.getLogger(__name__)
@@ -127,10 +127,6 @@ def register(ctx: ServiceContext) -> None:
         reply.elapsed_ms = round((time.perf_counter() - clock) * 1000, 3)
         await msg.respond(msgspec.json.encode(reply))
 
-    async def run_tool(msg: Msg) -> None:
-        await msg.respond(await answer_tool_request(msg.data))
-
-    ctx.add_responder(TOOL_SUBJECT, run_tool)
     ctx.add_responder(MCP_LIST_SUBJECT, list_mcp)
     ctx.add_broadcast(TOOL_CANCEL_BROADCAST, on_cancel)
     # manual_ack: the handlers only queue; each piece of work acks itself when it is done.
@@ -147,7 +143,7 @@ def register(ctx: ServiceContext) -> None:
     ctx.add_consumer(
         WorkConsumer(
             service=ctx.service,
-            purpose="items",
+            purpose="tools",
             subject=subjects.work_items_for(ctx.service),
             handle=on_items,
             ack_wait_s=ACK_WAIT_S,

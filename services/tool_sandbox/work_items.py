@@ -4,7 +4,7 @@ Guarantee: a call is executed at least once and its result is recorded exactly o
 - A `SandboxToolDispatched` is taken by any replica and queued fairly (per user); while it
   waits or runs the delivery is kept alive, so only a crashed replica's work is redelivered.
 - The result is appended to the calling agent's aggregate `heym.agent.<run>.<invocation>` as a
-  `ToolCallRecorded` with the message id `tool-<invocation>-<tool_call_id>` (duplicates
+  `ToolCallRecorded` with the message id `tool-<run>-<invocation>-<tool_call_id>` (duplicates
   within the stream's window are dropped by the server).
 - Before running a redelivered item (or one that waited in the queue) the sandbox reads that
   aggregate: a call whose result is recorded is never run again. A call interrupted by a crash
@@ -35,7 +35,7 @@ from contracts.tools import (
     SandboxToolDispatched,
     tool_result_message_id,
 )
-from libs.eventlog import EventLog
+from libs.eventlog import EventLog, PayloadTooLarge
 from libs.service.work import kept_alive
 from services.tool_sandbox.executor import PROCESS_SOURCES, ToolExecutor
 from services.tool_sandbox.fairness import FairScheduler
@@ -208,14 +208,25 @@ class ToolCalls:
             node_id=ev.node_id,
             node_label=ev.node_label,
         )
-        await self._log.append(
-            subjects.agent(env.run_id, ev.invocation_id),
-            [event],
-            message_id=tool_result_message_id(ev.invocation_id, ev.tool_call_id),
-            causation_id=env.event_id,
-            correlation_id=env.correlation_id or env.run_id,
-            traceparent=env.traceparent,
-        )
+        subject = subjects.agent(env.run_id, ev.invocation_id)
+        message_id = tool_result_message_id(env.run_id, ev.invocation_id, ev.tool_call_id)
+        try:
+            await self._log.append(
+                subject,
+                [event],
+                message_id=message_id,
+                causation_id=env.event_id,
+                correlation_id=env.correlation_id or env.run_id,
+                traceparent=env.traceparent,
+            )
+        except PayloadTooLarge as exc:
+            # A result the log cannot hold is an error the model sees, never a lost call.
+            too_big = msgspec.structs.replace(
+                event,
+                result={"error": f"the tool's result is too large to record ({exc})"},
+                status="error",
+            )
+            await self._log.append(subject, [too_big], message_id=message_id)
 
     async def recorded(self, run_id: str, ev: SandboxToolDispatched) -> bool:
         """Whether the agent's aggregate already holds this call's result."""

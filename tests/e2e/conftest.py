@@ -21,6 +21,7 @@ async def system(
             tmp_path_factory.mktemp("logs"),
             HEYM_EXECUTE_TIMEOUT_S="60",
             HEYM_MODEL_TIMEOUT_S="3",
+            HEYM_MODEL_RETRIES="2",
         )
         await sys_.start()
         try:

@@ -434,7 +434,14 @@ def _agent_context(s: RunState, nid: str) -> dict[str, Any]:
     if s.graph.types[nid] != "agent":
         return {}
     request = s.request
-    allowed = [str(w) for w in (s.graph.data[nid].get("subWorkflowIds") or [])]
+    # Every agent of the workflow may run as this one's sub-agent, and each gets the
+    # sub-workflows its own node lists: pass the snapshots of all of them.
+    allowed = {
+        str(w)
+        for n, t in s.graph.types.items()
+        if t == "agent"
+        for w in (s.graph.data[n].get("subWorkflowIds") or [])
+    }
     return {
         "workflow": WorkflowSnapshot(
             id=request.workflow_id,
@@ -443,7 +450,7 @@ def _agent_context(s: RunState, nid: str) -> dict[str, Any]:
             edges=request.edges,
         ),
         "sub_workflows": {
-            w: request.workflow_cache[w] for w in allowed if w in request.workflow_cache
+            w: request.workflow_cache[w] for w in sorted(allowed) if w in request.workflow_cache
         },
     }
 
