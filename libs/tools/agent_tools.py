@@ -178,3 +178,43 @@ async def list_mcp_tools(
 def mcp_call_meta(tool: dict[str, Any]) -> dict[str, Any]:
     """The work item `meta` for a call to a listed MCP tool."""
     return {"server": tool.get("_connection") or {}, "tool": tool.get("name")}
+
+
+@dataclass
+class PreparedTools:
+    """Everything an agent's start needs from stored skills and MCP servers (§4.2)."""
+
+    skills: list[dict[str, Any]]
+    mcp_tools: list[dict[str, Any]]
+    mcp_list_ms: float
+    problems: list[str]
+
+
+class AgentToolSource:
+    """The one call the agent runtime makes at an agent's start: `prepare(owner, data)`."""
+
+    def __init__(self, pool: asyncpg.Pool[Any], nc: NATS) -> None:
+        self._pool = pool
+        self._nc = nc
+
+    async def prepare(
+        self, owner_id: str, data: dict[str, Any], *, default_timeout_s: float = 30.0
+    ) -> PreparedTools:
+        skills = await resolve_skills(self._pool, owner_id, data.get("skills"))
+        problems = list(skills.problems)
+        listing = McpListing(tools=[], errors={}, elapsed_ms=0.0)
+        if data.get("mcpConnections"):
+            connections = await resolve_mcp_connections(
+                self._pool, owner_id, data.get("mcpConnections")
+            )
+            problems += connections.problems
+            listing = await list_mcp_tools(
+                self._nc, owner_id, connections.items, timeout_s=default_timeout_s
+            )
+            problems += [f"MCP server {k} skipped: {v}" for k, v in listing.errors.items()]
+        return PreparedTools(
+            skills=skills.items,
+            mcp_tools=listing.tools,
+            mcp_list_ms=listing.elapsed_ms,
+            problems=problems,
+        )

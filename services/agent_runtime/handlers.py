@@ -20,6 +20,7 @@ from libs.secrets import SecretBox
 from libs.secrets.credentials import ResolvedCredential, load_credential
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer
+from libs.tools.agent_tools import AgentToolSource
 from services.agent_runtime.actors import InvocationRegistry
 from services.agent_runtime.effects import Effects
 from services.agent_runtime.model import ModelClients
@@ -65,7 +66,12 @@ def register(ctx: ServiceContext) -> None:
     def get_registry() -> InvocationRegistry:
         nonlocal registry
         if registry is None:
-            services = Services(models=models, resolve=resolve, effects=Effects(ctx.event_log))
+            services = Services(
+                models=models,
+                resolve=resolve,
+                effects=Effects(ctx.event_log),
+                tools=AgentToolSource(ctx.pool, ctx.nc),
+            )
             registry = InvocationRegistry(
                 ctx.event_log,
                 services,

@@ -126,7 +126,9 @@ class McpClient:
         clock = time.perf_counter()
         reply = McpListReply()
 
-        async def one(raw: dict[str, Any]) -> None:
+        found: list[list[dict[str, Any]]] = [[] for _ in connections]
+
+        async def one(index: int, raw: dict[str, Any]) -> None:
             name = str(raw.get("label") or raw.get("id") or "MCP server")
             try:
                 server = await self.resolve(owner, raw)
@@ -134,7 +136,7 @@ class McpClient:
                 timeout = server.timeout_s or timeout_s
                 async with asyncio.timeout(timeout + 1):
                     tools = await self.sessions.list_tools(owner, server, timeout)
-                reply.tools.extend(convert(t, server) for t in tools)
+                found[index] = [convert(t, server) for t in tools]
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:
@@ -142,7 +144,9 @@ class McpClient:
                 log.warning("MCP server %s skipped at listing: %s", name, reason)
                 reply.errors[name] = reason
 
-        await asyncio.gather(*(one(c) for c in connections))
+        await asyncio.gather(*(one(i, c) for i, c in enumerate(connections)))
+        # in the connections' order, whichever answered first (the agent records the list)
+        reply.tools = [tool for tools in found for tool in tools]
         reply.elapsed_ms = round((time.perf_counter() - clock) * 1000, 3)
         return reply
 

@@ -3,71 +3,17 @@ configured headers arrive, results follow §6.3, a restarted server gets a new s
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from libs.embedded.process import free_port, port_open
+from libs.testing.mcp_peer import McpPeer
 from libs.tools.mcp_config import McpServer
 from services.tool_sandbox.containment.policy import Containment, Limits
 from services.tool_sandbox.mcp.client import McpClient
 
 pytestmark = pytest.mark.integration
-
-
-class Peer:
-    def __init__(self, transport: str) -> None:
-        self.transport = transport
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        path = "/sse" if self.transport == "sse" else "/mcp"
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    async def start(self) -> None:
-        self.spawn()
-        for _ in range(300):
-            if port_open("127.0.0.1", self.port):
-                return
-            await asyncio.sleep(0.02)
-        raise RuntimeError("the MCP peer did not start")
-
-    def spawn(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "libs.testing.mcp_peer",
-                "--transport",
-                self.transport,
-                "--port",
-                str(self.port),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-
-@contextlib.contextmanager
-def peer_process(transport: str) -> Iterator[Peer]:
-    peer = Peer(transport)
-    try:
-        yield peer
-    finally:
-        peer.stop()
 
 
 async def _no_stored(owner: str, cid: str) -> McpServer | None:
@@ -93,8 +39,7 @@ async def client(containment: Containment, sandbox_dir: Path) -> AsyncIterator[M
 async def test_tools_are_listed_and_called_with_the_configured_headers(
     client: McpClient, transport: str
 ) -> None:
-    with peer_process("sse" if transport == "sse" else "streamable-http") as peer:
-        await peer.start()
+    async with McpPeer("sse" if transport == "sse" else "streamable-http") as peer:
         server = {
             "id": "peer",
             "label": "Peer",
@@ -119,12 +64,11 @@ async def test_tools_are_listed_and_called_with_the_configured_headers(
 
 
 async def test_a_restarted_streamable_http_server_gets_a_new_session(client: McpClient) -> None:
-    with peer_process("streamable-http") as peer:
-        await peer.start()
+    async with McpPeer("streamable-http") as peer:
         server = {"id": "p", "transport": "streamable_http", "url": peer.url}
         first = await client.call("u1", server, "echo", {"text": "one"}, 20)
         assert first.result == {"result": "echo: one"}
-        peer.stop()
+        await peer.stop()
         await peer.start()  # same port, a server that never saw the session
         second = await client.call("u1", server, "echo", {"text": "two"}, 20)
         assert second.result == {"result": "echo: two"}
