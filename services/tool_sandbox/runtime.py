@@ -15,6 +15,7 @@ from libs.secrets import SecretBox, SecretKeyError
 from libs.tools import connection_store, file_store
 from libs.tools.mcp_config import McpServer
 from services.tool_sandbox.containment.policy import Containment, Limits, plan
+from services.tool_sandbox.containment.probe import confirm
 from services.tool_sandbox.executor import ToolExecutor
 from services.tool_sandbox.fairness import FairScheduler
 from services.tool_sandbox.mcp.client import McpClient
@@ -41,13 +42,19 @@ class SandboxRuntime:
         self.uv_cache = root / "uv-cache"
         self.uv_cache.mkdir(parents=True, exist_ok=True)
         uv_bin = _uv_bin()
-        self.containment: Containment = plan(
-            bubblewrap=settings.sandbox_bubblewrap,
-            data_dir=settings.data_dir,
-            uid_base=settings.sandbox_uid_base,
-            uv_cache=self.uv_cache,
-            uv_bin=uv_bin,
-        )
+
+        def planned(bubblewrap: str) -> Containment:
+            return plan(
+                bubblewrap=bubblewrap,
+                data_dir=settings.data_dir,
+                uid_base=settings.sandbox_uid_base,
+                uv_cache=self.uv_cache,
+                uv_bin=uv_bin,
+            )
+
+        wanted = planned(settings.sandbox_bubblewrap)
+        fallback = wanted if settings.sandbox_bubblewrap == "require" else planned("off")
+        self.containment: Containment = confirm(wanted, root / "work", fallback=fallback)
         for note in self.containment.notes:
             log.warning("sandbox: %s", note)
         log.info("tool sandbox containment: %s", self.containment.label)

@@ -19,12 +19,12 @@ def sandbox_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("sandbox-data")
 
 
-@pytest.fixture(scope="session")
-def containment(sandbox_dir: Path) -> Containment:
+@pytest.fixture(scope="session", params=["auto", "off"], ids=["bwrap-if-installed", "rlimits"])
+def containment(sandbox_dir: Path, request: pytest.FixtureRequest) -> Containment:
     cache = sandbox_dir / "uv-cache"
     cache.mkdir(exist_ok=True)
     return plan(
-        bubblewrap="auto",
+        bubblewrap=request.param,
         data_dir=sandbox_dir,
         uid_base=61000,
         uv_cache=cache,
