@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import shutil
+import signal
 import uuid
 from pathlib import Path
 
