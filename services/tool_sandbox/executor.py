@@ -26,9 +26,18 @@ from services.tool_sandbox.skills import SkillRunner
 
 PROCESS_SOURCES = frozenset({"python", "skill"})
 GRACE_S = 10.0
+# A workflow's own timeouts (`toolTimeoutSeconds`, a skill's `timeoutSeconds`) are capped:
+# one call never holds a slot (and a user's share) for longer than this.
+MAX_TIMEOUT_S = 900.0
 
 # (owner, run, tool_call_id) -> stores a workspace's output files, rewrites the result
 PublisherFactory = Callable[[str, str, str], Callable[[Path, Any], Awaitable[Any]]]
+
+
+def _bounded(seconds: float) -> float:
+    if seconds != seconds:  # NaN
+        return 30.0
+    return min(max(0.1, float(seconds)), MAX_TIMEOUT_S)
 
 
 def _arguments(raw: str) -> dict[str, Any]:
@@ -64,7 +73,7 @@ class ToolExecutor:
             args = _arguments(ev.arguments)
         except ValueError as exc:
             return Outcome.error(f"{exc} for {ev.name}")
-        timeout = max(0.1, float(ev.timeout_s or 30.0))
+        timeout = _bounded(ev.timeout_s or 30.0)
         try:
             async with asyncio.timeout(self._budget(ev, timeout) + GRACE_S):
                 return await self._by_source(run_id, ev, args, timeout, slot, traceparent)
@@ -76,7 +85,7 @@ class ToolExecutor:
         if ev.source == "skill":
             skill = ev.meta.get("skill") or {}
             try:
-                return float(skill.get("timeoutSeconds") or timeout)
+                return _bounded(float(skill.get("timeoutSeconds") or timeout))
             except (TypeError, ValueError):
                 return timeout
         return timeout
