@@ -19,6 +19,7 @@ from contracts.nodes import NodeDispatched
 from libs.secrets import SecretBox
 from libs.secrets.credentials import ResolvedCredential, load_credential
 from libs.service import ServiceContext
+from libs.service.failures import fail_dispatches
 from libs.service.work import WorkConsumer
 from services.agent_runtime.actors import InvocationRegistry
 from services.agent_runtime.effects import Effects
@@ -71,6 +72,7 @@ def register(ctx: ServiceContext) -> None:
                 services,
                 max_deliver=MAX_DELIVER,
                 model_attempts=ctx.settings.model_retries + 1,
+                backoff_s=ctx.settings.redelivery_backoff_s,
             )
         return registry
 
@@ -95,6 +97,14 @@ def register(ctx: ServiceContext) -> None:
                 traceparent=env.traceparent,
             )
 
+    async def dispatch_poisoned(envelopes: list[Envelope] | None, subject: str, why: str) -> None:
+        await fail_dispatches(ctx.event_log, envelopes, why)
+
+    async def agent_event_poisoned(
+        envelopes: list[Envelope] | None, subject: str, why: str
+    ) -> None:
+        await get_registry().fail(subject, f"a message for this agent was unreadable: {why}")
+
     async def on_agent_event(envelopes: list[Envelope], msg: Msg) -> None:
         reg = get_registry()
         reg.deliver(envelopes, msg)
@@ -108,6 +118,7 @@ def register(ctx: ServiceContext) -> None:
             handle=on_dispatch,
             max_workers=32,
             ack_wait_s=ACK_WAIT_S,
+            on_poison=dispatch_poisoned,
         )
     )
     ctx.add_consumer(
@@ -120,5 +131,6 @@ def register(ctx: ServiceContext) -> None:
             ack_wait_s=ACK_WAIT_S,
             max_deliver=MAX_DELIVER,
             max_ack_pending=50_000,
+            on_poison=agent_event_poisoned,
         )
     )

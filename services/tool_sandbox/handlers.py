@@ -20,6 +20,7 @@ from contracts.agents import NodeToolDispatched
 from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
 from libs.service import ServiceContext
+from libs.service.failures import fail_dispatches
 from libs.service.work import WorkConsumer, kept_alive
 from services.tool_sandbox.nodes import NodeRunner, as_dispatch
 from services.tool_sandbox.work_items import ToolWork
@@ -73,6 +74,12 @@ def register(ctx: ServiceContext) -> None:
                 )
             )
 
+    async def dispatch_poisoned(envelopes: list[Envelope] | None, subject: str, why: str) -> None:
+        await fail_dispatches(ctx.event_log, envelopes, why)
+
+    async def tool_poisoned(envelopes: list[Envelope] | None, subject: str, why: str) -> None:
+        await get_tools().give_up(envelopes or [], why)
+
     async def on_tool(envelopes: list[Envelope], msg: Msg) -> None:
         async with kept_alive(msg, KEEPALIVE_S):
             await get_tools().handle(envelopes, msg)
@@ -85,6 +92,7 @@ def register(ctx: ServiceContext) -> None:
             handle=on_work,
             max_workers=64,
             ack_wait_s=ACK_WAIT_S,
+            on_poison=dispatch_poisoned,
         )
     )
     ctx.add_consumer(
@@ -95,5 +103,6 @@ def register(ctx: ServiceContext) -> None:
             handle=on_tool,
             max_workers=64,
             ack_wait_s=ACK_WAIT_S,
+            on_poison=tool_poisoned,
         )
     )

@@ -89,6 +89,29 @@ class ToolWork:
         )
         await self._record(env, ev, agent_subject, record)
 
+    async def give_up(self, envelopes: list[Envelope], why: str) -> None:
+        """Record an error result for tool calls whose message exhausted its deliveries."""
+        for env in envelopes:
+            ev = env.event
+            if not isinstance(ev, SandboxToolDispatched):
+                continue
+            now = _now_ms()
+            record = ToolCallRecorded(
+                turn=ev.turn,
+                tool_call_id=ev.tool_call_id,
+                name=ev.name,
+                source=ev.source,
+                arguments=ev.arguments,
+                result={"error": f"the tool sandbox could not run {ev.name!r}: {why}"},
+                status="error",
+                started_at_ms=now,
+                finished_at_ms=now,
+                elapsed_ms=0.0,
+                node_id=ev.node_id,
+                node_label=ev.node_label,
+            )
+            await self._record(env, ev, subjects.agent(env.run_id, ev.invocation_id), record)
+
     async def _record(
         self, env: Envelope, ev: SandboxToolDispatched, subject: str, record: ToolCallRecorded
     ) -> None:

@@ -21,10 +21,10 @@ import nats
 
 from contracts import subjects
 from contracts.base import Envelope
-from libs.eventlog import EventLog
 from libs.accounts.api_keys import add_api_key, create_user, generate_api_key
 from libs.devstack.children import Child
 from libs.embedded.process import free_port
+from libs.eventlog import EventLog
 from libs.secrets import generate_key
 
 
