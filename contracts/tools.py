@@ -87,3 +87,19 @@ class McpListReply(msgspec.Struct, kw_only=True):
 
 # Core (not stored) broadcast between sandbox replicas: "cancel this call if you run it".
 TOOL_CANCEL_BROADCAST: Final = "heym.svc.tool_sandbox.cancel"
+
+
+# The sandbox holds no database URL and no secret key: it asks the agent runtime (which
+# decrypts stored credentials) for a stored MCP connection, secrets included, over core NATS
+# (never written to the log).
+MCP_CONNECTION_SUBJECT: Final = query("agent_runtime", "mcp_connection")
+
+
+class McpConnectionRequest(msgspec.Struct, kw_only=True):
+    owner_id: str
+    connection_id: str
+
+
+class McpConnectionReply(msgspec.Struct, kw_only=True):
+    # `McpServer.dispatch_form()` with headers and env; None when the owner has no such one
+    connection: dict[str, Any] | None = None

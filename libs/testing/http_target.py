@@ -120,6 +120,8 @@ class HttpTarget:
         if parts[:1] == ["gate"]:
             await self._gates.setdefault(name, asyncio.Event()).wait()
             return 200, {"gate": name}
+        if parts[:1] == ["big"]:
+            return 200, {"data": "x" * int(name)}
         if parts[:1] == ["status"]:
             return int(name), {"status": int(name)}
         return 200, {

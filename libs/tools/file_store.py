@@ -1,4 +1,10 @@
-"""Files written by skills: stored with an unguessable token, served only with it."""
+"""Files written by skills: kept in a JetStream object store, served only with their token.
+
+The tool sandbox holds no database URL (least privilege), so a skill's output files go to the
+object store bucket `HEYM_FILES` on the same NATS as the event log; the gateway serves them.
+Each object's description holds its metadata: the owner, the file name and type, and the
+SHA-256 of its unguessable token (the token itself is only in the download URL).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,17 @@ import secrets
 import uuid
 from typing import Any
 
-import asyncpg
 import msgspec
+from nats.aio.client import Client as NATS
+from nats.js.api import ObjectMeta, ObjectStoreConfig, StorageType
+from nats.js.errors import BucketNotFoundError, NotFoundError, ObjectNotFoundError
+from nats.js.object_store import ObjectStore
 
-from libs.db.types import Conn
-
+BUCKET = "HEYM_FILES"
 MAX_FILES_PER_CALL = 20
 MAX_FILE_BYTES = 10 * 1024 * 1024
+# Generated files are kept 30 days, then JetStream removes them.
+TTL_S = 30 * 24 * 3600.0
 
 
 class GeneratedFile(msgspec.Struct, frozen=True, kw_only=True):
@@ -34,71 +44,105 @@ class StoredFile(msgspec.Struct, frozen=True, kw_only=True):
     content: bytes
 
 
+class _Meta(msgspec.Struct, frozen=True, kw_only=True):
+    owner_id: str
+    token_sha256: str
+    filename: str
+    mime_type: str
+    run_id: str = ""
+    tool_call_id: str = ""
+
+
 def download_url(file_id: str, token: str) -> str:
     return f"/api/files/{file_id}?token={token}"
 
 
-def _hash(token: str) -> bytes:
-    return hashlib.sha256(token.encode("utf-8", errors="replace")).digest()
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", errors="replace")).hexdigest()
 
 
-def _uuid(value: str) -> uuid.UUID | None:
+def _file_id(value: str) -> str | None:
     try:
-        return uuid.UUID(value)
+        return str(uuid.UUID(value))
     except (ValueError, AttributeError, TypeError):
         return None
 
 
-async def store_file(
-    conn: Conn | asyncpg.Pool[Any],
-    *,
-    owner_id: str,
-    filename: str,
-    mime_type: str,
-    content: bytes,
-    run_id: str = "",
-    tool_call_id: str = "",
-) -> GeneratedFile:
-    file_id = uuid.uuid4()
-    token = secrets.token_urlsafe(32)
-    await conn.execute(
-        """INSERT INTO generated_files
-               (id, owner_id, token_hash, filename, mime_type, size_bytes, content, run_id,
-                tool_call_id)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)""",
-        file_id,
-        _uuid(owner_id),
-        _hash(token),
-        filename,
-        mime_type,
-        len(content),
-        content,
-        run_id,
-        tool_call_id,
-    )
-    return GeneratedFile(
-        id=str(file_id),
-        filename=filename,
-        mime_type=mime_type,
-        size_bytes=len(content),
-        download_url=download_url(str(file_id), token),
-    )
+class FileStore:
+    def __init__(self, nc: NATS) -> None:
+        self._nc = nc
+        self._store: ObjectStore | None = None
 
+    async def _bucket(self) -> ObjectStore:
+        if self._store is None:
+            js = self._nc.jetstream()
+            try:
+                self._store = await js.object_store(BUCKET)
+            except (BucketNotFoundError, NotFoundError):
+                self._store = await js.create_object_store(
+                    BUCKET,
+                    config=ObjectStoreConfig(
+                        description="files written by skills (served with their token)",
+                        ttl=TTL_S,
+                        storage=StorageType.FILE,
+                    ),
+                )
+        return self._store
 
-async def load_file(conn: Conn | asyncpg.Pool[Any], file_id: str, token: str) -> StoredFile | None:
-    """The file when `token` is its token; None otherwise (unknown and wrong look the same)."""
-    fid = _uuid(file_id)
-    if fid is None or not token or len(token) > 200:
-        return None
-    r = await conn.fetchrow(
-        "SELECT id, token_hash, filename, mime_type, content FROM generated_files WHERE id = $1",
-        fid,
-    )
-    if r is None or not hmac.compare_digest(bytes(r["token_hash"]), _hash(token)):
-        return None
-    return StoredFile(
-        id=str(r["id"]),
-        filename=r["filename"],
-        mime_type=r["mime_type"],
-        content=bytes(r["content"]),
-    )
+    async def put(
+        self,
+        *,
+        owner_id: str,
+        filename: str,
+        mime_type: str,
+        content: bytes,
+        run_id: str = "",
+        tool_call_id: str = "",
+    ) -> GeneratedFile:
+        file_id = str(uuid.uuid4())
+        token = secrets.token_urlsafe(32)
+        meta = _Meta(
+            owner_id=owner_id,
+            token_sha256=_hash(token),
+            filename=filename,
+            mime_type=mime_type,
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+        )
+        store = await self._bucket()
+        await store.put(
+            file_id,
+            content,
+            meta=ObjectMeta(name=file_id, description=msgspec.json.encode(meta).decode()),
+        )
+        return GeneratedFile(
+            id=file_id,
+            filename=filename,
+            mime_type=mime_type,
+            size_bytes=len(content),
+            download_url=download_url(file_id, token),
+        )
+
+    async def get(self, file_id: str, token: str) -> StoredFile | None:
+        """The file when `token` is its token; None otherwise (unknown and wrong look alike)."""
+        fid = _file_id(file_id)
+        if fid is None or not token or len(token) > 200:
+            return None
+        store = await self._bucket()
+        try:
+            info: Any = await store.get_info(fid)
+        except (ObjectNotFoundError, NotFoundError):
+            return None
+        try:
+            meta = msgspec.json.decode(info.description or "", type=_Meta)
+        except msgspec.DecodeError:
+            return None
+        if not hmac.compare_digest(meta.token_sha256, _hash(token)):
+            return None
+        found = await store.get(fid)
+        return StoredFile(
+            id=fid,
+            filename=meta.filename,
+            mime_type=meta.mime_type,
+            content=bytes(found.data or b""),
+        )

@@ -28,6 +28,7 @@ from contracts import subjects
 from contracts.agents import AgentCancelRequested
 from contracts.base import Envelope, Event
 from libs.eventlog import ConcurrencyConflict, EventLog
+from libs.service.work import redelivery_delay
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import (
     AgentState,
@@ -69,6 +70,7 @@ class InvocationActor:
         max_deliver: int,
         model_attempts: int,
         on_idle: Callable[[InvocationActor], None],
+        backoff_s: float = 1.0,
     ) -> None:
         self.run_id = run_id
         self.invocation_id = invocation_id
@@ -77,6 +79,7 @@ class InvocationActor:
         self._services = services
         self._max_deliver = max_deliver
         self._model_attempts = model_attempts
+        self._backoff_s = backoff_s
         self._on_idle = on_idle
         self.state: AgentState | None = None
         self._ctx: StepContext | None = None
@@ -128,15 +131,16 @@ class InvocationActor:
             # Every delivery failed: end the invocation with a recorded error instead of
             # leaving its run waiting for ever.
             with contextlib.suppress(Exception):
-                await self._record_failure(f"internal error in the agent runtime: {exc!r}")
+                await self.record_failure(f"internal error in the agent runtime: {exc!r}")
         for msg in msgs:
             with contextlib.suppress(Exception):
                 if last_try:
                     await msg.term()
                 else:
-                    await msg.nak(delay=min(2.0**msg.metadata.num_delivered, 30.0))
+                    delay = redelivery_delay(msg.metadata.num_delivered, self._backoff_s)
+                    await msg.nak(delay=delay)
 
-    async def _record_failure(self, error: str) -> None:
+    async def record_failure(self, error: str) -> None:
         await self._load()
         if self.state is None or self.state.request is None or self.state.finished is not None:
             return
@@ -286,8 +290,15 @@ class InvocationRegistry:
     """The actors of this runtime: busy ones, plus a bounded cache of idle folded states."""
 
     def __init__(
-        self, event_log: EventLog, services: Services, *, max_deliver: int, model_attempts: int
+        self,
+        event_log: EventLog,
+        services: Services,
+        *,
+        max_deliver: int,
+        model_attempts: int,
+        backoff_s: float = 1.0,
     ) -> None:
+        self._backoff_s = backoff_s
         self._log = event_log
         self._services = services
         self._max_deliver = max_deliver
@@ -318,10 +329,27 @@ class InvocationRegistry:
                 max_deliver=self._max_deliver,
                 model_attempts=self._model_attempts,
                 on_idle=self._idle,
+                backoff_s=self._backoff_s,
             )
             self._actors[key] = actor
         self._actors.move_to_end(key)
         actor.enqueue(envelopes, msg)
+
+    async def fail(self, subject: str, error: str) -> None:
+        """End the invocation on `subject` with `error` (its messages cannot be handled)."""
+        parts = subject.split(".")
+        if len(parts) != 4 or parts[1] != "agent":
+            return
+        actor = InvocationActor(
+            parts[2],
+            parts[3],
+            self._log,
+            self._services,
+            max_deliver=self._max_deliver,
+            model_attempts=self._model_attempts,
+            on_idle=lambda _: None,
+        )
+        await actor.record_failure(error)
 
     def _idle(self, actor: InvocationActor) -> None:
         finished = actor.state is None or actor.state.finished is not None

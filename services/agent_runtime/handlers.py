@@ -16,10 +16,13 @@ from contracts import subjects
 from contracts.agents import AgentRequested, SubAgentDispatched
 from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
+from contracts.tools import MCP_CONNECTION_SUBJECT
 from libs.secrets import SecretBox
 from libs.secrets.credentials import ResolvedCredential, load_credential
 from libs.service import ServiceContext
+from libs.service.failures import fail_dispatches
 from libs.service.work import WorkConsumer
+from libs.tools import connection_query
 from libs.tools.agent_tools import AgentToolSource
 from services.agent_runtime.actors import InvocationRegistry
 from services.agent_runtime.effects import Effects
@@ -63,6 +66,12 @@ def register(ctx: ServiceContext) -> None:
     async def resolve(credential_id: str, owner_id: str) -> ResolvedCredential | None:
         return await load_credential(ctx.pool, box, credential_id, owner_id)
 
+    async def mcp_connection(msg: Msg) -> None:
+        # the tool sandbox holds no database URL and no secret key: it asks here
+        await msg.respond(await connection_query.answer(ctx.pool, box, msg.data))
+
+    ctx.add_responder(MCP_CONNECTION_SUBJECT, mcp_connection)
+
     def get_registry() -> InvocationRegistry:
         nonlocal registry
         if registry is None:
@@ -77,6 +86,7 @@ def register(ctx: ServiceContext) -> None:
                 services,
                 max_deliver=MAX_DELIVER,
                 model_attempts=ctx.settings.model_retries + 1,
+                backoff_s=ctx.settings.redelivery_backoff_s,
             )
         return registry
 
@@ -101,6 +111,14 @@ def register(ctx: ServiceContext) -> None:
                 traceparent=env.traceparent,
             )
 
+    async def dispatch_poisoned(envelopes: list[Envelope] | None, subject: str, why: str) -> None:
+        await fail_dispatches(ctx.event_log, envelopes, why)
+
+    async def agent_event_poisoned(
+        envelopes: list[Envelope] | None, subject: str, why: str
+    ) -> None:
+        await get_registry().fail(subject, f"a message for this agent was unreadable: {why}")
+
     async def on_agent_event(envelopes: list[Envelope], msg: Msg) -> None:
         reg = get_registry()
         reg.deliver(envelopes, msg)
@@ -114,6 +132,7 @@ def register(ctx: ServiceContext) -> None:
             handle=on_dispatch,
             max_workers=32,
             ack_wait_s=ACK_WAIT_S,
+            on_poison=dispatch_poisoned,
         )
     )
     ctx.add_consumer(
@@ -126,5 +145,6 @@ def register(ctx: ServiceContext) -> None:
             ack_wait_s=ACK_WAIT_S,
             max_deliver=MAX_DELIVER,
             max_ack_pending=50_000,
+            on_poison=agent_event_poisoned,
         )
     )

@@ -1,4 +1,5 @@
-"""`GET /api/files/{id}?token=…`: a file a skill wrote, served only with its token.
+"""`GET /api/files/{id}?token=…`: a file a skill wrote (JetStream object store), served
+only with its token.
 
 The token is the capability (links in tool results are opened by people and browsers that
 carry no API key); a missing, wrong or unknown token is a 404, the same as an unknown id.
@@ -12,7 +13,7 @@ from litestar import Controller, Request, Response, get
 from litestar.datastructures import State
 from litestar.exceptions import NotFoundException
 
-from libs.tools.file_store import load_file
+from libs.tools.file_store import FileStore
 
 
 def _disposition(filename: str) -> str:
@@ -28,7 +29,7 @@ class FileController(Controller):
     async def download(
         self, request: Request[Any, Any, State], file_id: str, token: str = ""
     ) -> Response[bytes]:
-        stored = await load_file(request.app.state.ctx.pool, file_id, token)
+        stored = await FileStore(request.app.state.ctx.nc).get(file_id, token)
         if stored is None:
             raise NotFoundException(detail="file not found")
         return Response(

@@ -28,7 +28,8 @@ from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
 from contracts.tools import MCP_LIST_SUBJECT, TOOL_CANCEL_BROADCAST, McpListRequest
 from libs.service import ServiceContext
-from libs.service.work import WorkConsumer, kept_alive
+from libs.service.failures import fail_dispatches
+from libs.service.work import WorkConsumer, kept_alive, redelivery_delay
 from services.tool_sandbox.nodes import NodeRunner, as_dispatch
 from services.tool_sandbox.runtime import SandboxRuntime
 from services.tool_sandbox.work_items import ToolCalls
@@ -38,12 +39,13 @@ log = logging.getLogger(__name__)
 # A crashed worker's work is redelivered after ack_wait; waiting and running work is kept alive.
 KEEPALIVE_S = 3.0
 ACK_WAIT_S = 10.0
+MAX_DELIVER = 5
 
 _decode_list = msgspec.json.Decoder(McpListRequest).decode
 
 
 def register(ctx: ServiceContext) -> None:
-    runtime = SandboxRuntime(ctx.settings, lambda: ctx.pool)
+    runtime = SandboxRuntime(ctx.settings, lambda: ctx.nc)
     ctx.details["sandbox"] = runtime.containment.label
     ctx.on_close(runtime.close)
     nodes: NodeRunner | None = None
@@ -60,7 +62,12 @@ def register(ctx: ServiceContext) -> None:
         nonlocal calls
         if calls is None:
             calls = ToolCalls(
-                ctx.event_log, runtime.executor, io=runtime.io, processes=runtime.process_slots
+                ctx.event_log,
+                runtime.executor,
+                io=runtime.io,
+                processes=runtime.process_slots,
+                max_deliver=MAX_DELIVER,
+                backoff_s=ctx.settings.redelivery_backoff_s,
             )
         return calls
 
@@ -80,13 +87,25 @@ def register(ctx: ServiceContext) -> None:
         owner = work[0][1].owner_id or "anonymous"
         seq = msg.metadata.sequence.stream
         done = asyncio.Event()
+        failures: list[str] = []
 
         async def keep() -> None:
             # alive while waiting for a slot too, so a busy replica's queue is not redelivered
             async with kept_alive(msg, KEEPALIVE_S):
                 await done.wait()
+            if not failures:
+                with contextlib.suppress(Exception):
+                    await msg.ack()
+                return
+            delivered = msg.metadata.num_delivered
             with contextlib.suppress(Exception):
-                await msg.ack()
+                if delivered >= MAX_DELIVER:  # never leave the node waiting for ever
+                    await fail_dispatches(ctx.event_log, [env for env, _ in work], failures[0])
+                    await msg.term()
+                else:
+                    await msg.nak(
+                        delay=redelivery_delay(delivered, ctx.settings.redelivery_backoff_s)
+                    )
 
         keeper = asyncio.create_task(keep())
         keepalives.add(keeper)
@@ -96,6 +115,9 @@ def register(ctx: ServiceContext) -> None:
             nonlocal remaining
             try:
                 await node_runner().run(env, ev, redelivered=redelivered)
+            except Exception as exc:
+                log.exception("node %s could not be run or recorded", ev.node_label)
+                failures.append(f"{type(exc).__name__}: {exc}")
             finally:
                 remaining -= 1
                 if remaining == 0:
@@ -107,6 +129,12 @@ def register(ctx: ServiceContext) -> None:
                 await one(env, ev)
 
             runtime.io.submit(owner, f"node:{seq}:{i}", job)
+
+    async def dispatch_poisoned(envelopes: list[Envelope] | None, subject: str, why: str) -> None:
+        await fail_dispatches(ctx.event_log, envelopes, why)
+
+    async def tool_poisoned(envelopes: list[Envelope] | None, subject: str, why: str) -> None:
+        await tool_calls().give_up(envelopes or [], why)
 
     async def on_items(envelopes: list[Envelope], msg: Msg) -> None:
         await tool_calls().on_items(envelopes, msg)
@@ -137,7 +165,9 @@ def register(ctx: ServiceContext) -> None:
             subject=subjects.work_for(ctx.service),
             handle=on_nodes,
             ack_wait_s=ACK_WAIT_S,
+            max_deliver=MAX_DELIVER,
             manual_ack=True,
+            on_poison=dispatch_poisoned,
         )
     )
     ctx.add_consumer(
@@ -147,6 +177,8 @@ def register(ctx: ServiceContext) -> None:
             subject=subjects.work_items_for(ctx.service),
             handle=on_items,
             ack_wait_s=ACK_WAIT_S,
+            max_deliver=MAX_DELIVER,
             manual_ack=True,
+            on_poison=tool_poisoned,
         )
     )

@@ -1,18 +1,24 @@
-"""`SandboxRuntime`: the sandbox's parts built once from settings (no I/O until used)."""
+"""`SandboxRuntime`: the sandbox's parts built once from settings (no I/O until used).
+
+Least privilege: the sandbox holds no database URL and no secret key. Stored MCP connections
+are asked of the agent runtime (`libs/tools/connection_query.py`), output files go to the
+JetStream object store (`libs/tools/file_store.py`).
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 import uv
+from nats.aio.client import Client as NATS
 
 from libs.config import Settings
-from libs.secrets import SecretBox, SecretKeyError
-from libs.tools import connection_store, file_store
+from libs.tools import connection_query
+from libs.tools.file_store import FileStore, GeneratedFile
 from libs.tools.mcp_config import McpServer
 from services.tool_sandbox.containment.policy import Containment, Limits, plan
 from services.tool_sandbox.containment.probe import confirm
@@ -35,9 +41,10 @@ def _uv_bin() -> str | None:
 
 
 class SandboxRuntime:
-    def __init__(self, settings: Settings, pool: Any) -> None:
+    def __init__(self, settings: Settings, nc: Callable[[], NATS]) -> None:
         self.settings = settings
-        self._pool = pool
+        self._nc = nc
+        self._files: FileStore | None = None
         root = settings.data_dir.resolve() / "sandbox"
         self.uv_cache = root / "uv-cache"
         self.uv_cache.mkdir(parents=True, exist_ok=True)
@@ -69,12 +76,6 @@ class SandboxRuntime:
         work = root / "work"
         self.skills = SkillRunner(self.processes, work_root=work, runner=settings.skill_runner)
         self.python_tools = PythonToolRunner(self.processes, work_root=work)
-        self.box: SecretBox | None = None
-        if settings.secret_key:
-            try:
-                self.box = SecretBox.from_setting(settings.secret_key)
-            except SecretKeyError as exc:
-                log.error("stored MCP connections are unavailable: %s", exc)
         self.mcp = McpClient(
             self.containment,
             work_root=root / "mcp",
@@ -102,15 +103,16 @@ class SandboxRuntime:
         )
 
     async def _load_server(self, owner: str, connection_id: str) -> McpServer | None:
-        if self.box is None:
-            return None
-        pool: asyncpg.Pool[Any] = self._pool()
-        return await connection_store.load_server(pool, self.box, owner, connection_id)
+        return await connection_query.request(self._nc(), owner, connection_id)
+
+    def files(self) -> FileStore:
+        if self._files is None:
+            self._files = FileStore(self._nc())
+        return self._files
 
     def _publisher(self, owner: str, run_id: str, tool_call_id: str) -> Any:
-        async def store(name: str, mime: str, data: bytes) -> file_store.GeneratedFile:
-            return await file_store.store_file(
-                self._pool(),
+        async def store(name: str, mime: str, data: bytes) -> GeneratedFile:
+            return await self.files().put(
                 owner_id=owner,
                 filename=name,
                 mime_type=mime,

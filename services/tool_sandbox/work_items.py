@@ -36,7 +36,7 @@ from contracts.tools import (
     tool_result_message_id,
 )
 from libs.eventlog import EventLog, PayloadTooLarge
-from libs.service.work import kept_alive
+from libs.service.work import kept_alive, redelivery_delay
 from services.tool_sandbox.executor import PROCESS_SOURCES, ToolExecutor
 from services.tool_sandbox.fairness import FairScheduler
 from services.tool_sandbox.outcome import Outcome
@@ -66,8 +66,12 @@ class ToolCalls:
         *,
         io: FairScheduler,
         processes: FairScheduler,
+        max_deliver: int = 5,
+        backoff_s: float = 1.0,
     ) -> None:
         self._log = event_log
+        self._max_deliver = max_deliver
+        self._backoff_s = backoff_s
         self._executor = executor
         self._io = io
         self._processes = processes
@@ -166,11 +170,16 @@ class ToolCalls:
     ) -> None:
         try:
             await self.record(env, ev, outcome, started, clock)
-        except Exception:
-            log.exception("could not record the result of %s; it will be redelivered", key)
+        except Exception as exc:
+            log.exception("could not record the result of %s", key)
             self._release(key)
+            delivered = msg.metadata.num_delivered
             with contextlib.suppress(Exception):
-                await msg.nak(delay=2.0)
+                if delivered >= self._max_deliver:  # the agent must not wait for ever
+                    await self.give_up([env], f"{type(exc).__name__}: {exc}")
+                    await msg.term()
+                else:
+                    await msg.nak(delay=redelivery_delay(delivered, self._backoff_s))
             return
         await self._ack(msg, key)
 
@@ -227,6 +236,14 @@ class ToolCalls:
                 status="error",
             )
             await self._log.append(subject, [too_big], message_id=message_id)
+
+    async def give_up(self, envelopes: list[Envelope], why: str) -> None:
+        """Record an error result for calls whose message will not be delivered again."""
+        for env in envelopes:
+            ev = env.event
+            if isinstance(ev, SandboxToolDispatched):
+                failure = Outcome.error(f"the tool sandbox could not run {ev.name!r}: {why}")
+                await self.record(env, ev, failure, _now_ms(), time.perf_counter())
 
     async def recorded(self, run_id: str, ev: SandboxToolDispatched) -> bool:
         """Whether the agent's aggregate already holds this call's result."""

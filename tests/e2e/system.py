@@ -22,6 +22,7 @@ import nats
 from contracts import subjects
 from contracts.base import Envelope
 from libs.accounts.api_keys import add_api_key, create_user, generate_api_key
+from libs.config import service_env
 from libs.devstack.children import Child
 from libs.embedded.process import free_port
 from libs.eventlog import EventLog
@@ -50,7 +51,8 @@ class System:
 
     async def start(self, names: tuple[str, ...] = subjects.SERVICES) -> None:
         for name in names:
-            child = Child(name, self.env, self.log_dir)
+            # each service gets only the settings it needs, as in a deployment
+            child = Child(name, service_env(name, self.env), self.log_dir)
             await child.start()
             self.children[name] = child
         await self.wait_healthy(names)

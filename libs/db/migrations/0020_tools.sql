@@ -1,6 +1,6 @@
--- The tool sandbox's stored objects: skills (the agent node references one by id), MCP
--- connections (headers and env sealed like credentials, AES-256-GCM bound to the row id) and
--- the files skills write (served only with their token, whose SHA-256 is stored).
+-- Stored agent tools: skills (the agent node references one by id) and MCP connections
+-- (headers and env sealed like credentials, AES-256-GCM bound to the row id). Files that
+-- skills write live in the JetStream object store HEYM_FILES, not here.
 CREATE TABLE skills (
     id uuid PRIMARY KEY,
     owner_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
@@ -30,17 +30,3 @@ CREATE TABLE mcp_connections (
     updated_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX mcp_connections_owner ON mcp_connections (owner_id, lower(label));
-
-CREATE TABLE generated_files (
-    id uuid PRIMARY KEY,
-    owner_id uuid REFERENCES users (id) ON DELETE CASCADE,
-    token_hash bytea NOT NULL,
-    filename text NOT NULL,
-    mime_type text NOT NULL,
-    size_bytes integer NOT NULL,
-    content bytea NOT NULL,
-    run_id text NOT NULL DEFAULT '',
-    tool_call_id text NOT NULL DEFAULT '',
-    created_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX generated_files_owner ON generated_files (owner_id, created_at);

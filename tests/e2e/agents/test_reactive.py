@@ -170,11 +170,14 @@ async def test_kill_9_while_a_grandchild_runs_holds_no_message_and_repeats_no_tu
                 timeout=120,
             )
         )
-        # the grandchild (a run with a 4 s wait) is running once `deep` asked for it
+        # the grandchild (a run with a 4 s wait) is running once `deep` recorded its dispatch
+        # and `quick` its answer; from then on everyone waits
         await eventually(lambda: asked(model)["deep1"] == 1 and asked(model)["quick"] == 1)
-        await asyncio.sleep(0.5)  # let the tool results and dispatches be recorded
+        run_id = (await eventually(lambda: _history(c, wid)))[0]["id"]
+        await eventually(lambda: _waiting_on_grandchild(system, run_id), timeout=10)
         # nobody holds a message for the orchestrator or the sub-agents while they wait
-        assert await system.ack_pending(*AGENT_CONSUMERS) == dict.fromkeys(AGENT_CONSUMERS, 0)
+        idle = dict.fromkeys(AGENT_CONSUMERS, 0)
+        await eventually(lambda: _ack_pending_is(system, idle), timeout=5)
         await system.kill("agent_runtime")
         await system.restart("agent_runtime")
         r = await asyncio.wait_for(run, 90)
@@ -216,9 +219,12 @@ async def test_a_30_second_sub_workflow_survives_two_runtime_restarts(
             c.post(f"/api/workflows/{wid}/execute", json={"text": "go"}, timeout=120)
         )
         await eventually(lambda: asked(model)["ask"] == 1)
+        run_id = (await eventually(lambda: _history(c, wid)))[0]["id"]
+        idle = dict.fromkeys(AGENT_CONSUMERS, 0)
         for _ in range(2):
-            await asyncio.sleep(2)
-            assert await system.ack_pending(*AGENT_CONSUMERS) == dict.fromkeys(AGENT_CONSUMERS, 0)
+            # the child run is waiting on its 30 s timer and the agent on the child
+            await eventually(lambda: _dispatch_recorded(system, run_id), timeout=10)
+            await eventually(lambda: _ack_pending_is(system, idle), timeout=5)
             await system.kill("agent_runtime")
             await system.restart("agent_runtime")
         r = await asyncio.wait_for(run, 90)
@@ -321,3 +327,37 @@ async def _ended(system: System, run_id: str) -> list[Envelope]:
     events = await system.events(run_id)
     assert of(events, RunCompleted), "child run still running"
     return events
+
+
+async def _history(c: Any, wid: str) -> list[dict[str, Any]]:
+    r = await c.get(f"/api/workflows/{wid}/history")
+    assert r.status_code == 200, r.text
+    items = list(r.json()["items"])
+    assert items, "no run yet"
+    return items
+
+
+async def _ack_pending_is(system: System, expected: dict[str, int]) -> bool:
+    found = await system.ack_pending(*expected)
+    assert found == expected, found
+    return True
+
+
+async def _dispatch_recorded(system: System, run_id: str) -> bool:
+    events = await system.events(run_id)
+    assert _dispatched(events), "no tool dispatch recorded yet"
+    return True
+
+
+async def _waiting_on_grandchild(system: System, run_id: str) -> bool:
+    events = await system.events(run_id)
+    sources = {d.source for d in _dispatched(events)}
+    assert sources == {"sub_agent", "sub_workflow"}, sources
+    answered = [
+        env.event
+        for env in events
+        if type(env.event).__name__ == "ToolCallRecorded"
+        and getattr(env.event, "source", "") == "sub_agent"
+    ]
+    assert answered, "quick has not answered yet"
+    return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from contracts.agents import ToolCallRecorded
 from contracts.subjects import RUN_STREAM
 from contracts.tools import SandboxToolDispatched
 from libs.eventlog import EventLog, provision_run_stream
+from libs.testing import infra
 from libs.testing.eventually import eventually
 from libs.tools.mcp_config import McpServer
 from services.tool_sandbox.containment.policy import Limits
@@ -54,6 +56,14 @@ def _calls(log: EventLog, processes: ProcessRunner, root: Path) -> ToolCalls:
         io=FairScheduler("io", limit=4, per_user=2),
         processes=FairScheduler("p", limit=2, per_user=1),
     )
+
+
+@pytest.fixture
+async def event_log(tmp_path: Path) -> AsyncIterator[EventLog]:
+    """A NATS server of its own: a running tool sandbox (the e2e suite's) would take the item."""
+    with infra.nats_server(tmp_path / "nats") as url:
+        async with infra.connected(url) as nc:
+            yield EventLog(nc)
 
 
 @pytest.mark.parametrize("recorded_before", [True, False])
