@@ -14,7 +14,9 @@ from pathlib import PurePosixPath
 from typing import Any
 
 MAX_FILES = 200
-MAX_TOTAL_BYTES = 8 * 1024 * 1024
+# A skill travels in events (the agent records its tools; each call carries its skill), which
+# hold at most 8 MiB: its files are kept well below that.
+MAX_TOTAL_BYTES = 2 * 1024 * 1024
 
 _PEP723 = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 
