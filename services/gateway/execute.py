@@ -24,7 +24,8 @@ from litestar.response.sse import ServerSentEventMessage
 
 from contracts.runs import RunCompleted, WorkflowSnapshot
 from libs.accounts import AccountUser
-from libs.results import sse_frames, strip_private
+from libs.results import numbered, sse_frames, strip_private
+from libs.results.sub_runs import child_runs, sub_workflow_executions
 from services.gateway import store
 from services.gateway.auth import optional_user, required_user
 from services.gateway.bodies import json_body
@@ -190,10 +191,11 @@ class ExecuteController(Controller):
                 "workflow_id": workflow_id,
                 "status": status,
                 "outputs": strip_private(outputs),
-                "node_results": sorted(
-                    outcome.node_results, key=lambda r: r["metadata"]["sequence"]
-                ),
+                "node_results": numbered(outcome.node_results),
                 "execution_time_ms": elapsed,
+                "sub_workflow_executions": await sub_workflow_executions(
+                    event_log, outcome.children
+                ),
                 "execution_history_id": None if prepared.test_run else run_id,
             },
             status_code=code,
@@ -210,7 +212,7 @@ class ExecuteController(Controller):
     ) -> ServerSentEvent:
         prepared = await _prepare(request, workflow_id, user)
         if not prepared.row.sse_enabled and prepared.source not in INTERNAL_SOURCES:
-            raise ClientException(detail="streaming is not enabled for this workflow (sse_enabled)")
+            raise ClientException(detail="SSE streaming is disabled for this workflow")
         run = await _run_request(request, prepared)
         simple = _truthy(request.headers.get("x-simple-response"), True)
         messages = _start_messages(prepared.row)
@@ -219,15 +221,20 @@ class ExecuteController(Controller):
         async def frames() -> AsyncIterator[ServerSentEventMessage]:
             finished = False
             results: list[dict[str, Any]] = []
+            children: list[str] = []
             async with started_run(ctx.event_log, run) as (run_id, queue):
                 try:
                     while not finished:
                         env = await queue.get()
+                        children.extend(child_runs([env]))
                         for frame in sse_frames(
                             env, workflow_id=workflow_id, node_messages=messages
                         ):
-                            if frame["type"] == "node_complete":
-                                results.append({k: v for k, v in frame.items() if k != "type"})
+                            # Heym's `sequence` counts a run's result rows from 1.
+                            row = _result_row(frame)
+                            if row is not None:
+                                row["metadata"]["sequence"] = len(results) + 1
+                                results.append({k: v for k, v in row.items() if k != "type"})
                             if frame["type"] == "execution_complete":
                                 finished = True
                                 if simple:
@@ -237,7 +244,9 @@ class ExecuteController(Controller):
                                     }
                                 else:
                                     frame["node_results"] = results
-                                    frame["sub_workflow_executions"] = []
+                                    frame[
+                                        "sub_workflow_executions"
+                                    ] = await sub_workflow_executions(ctx.event_log, children)
                                     frame["execution_history_id"] = (
                                         None if prepared.test_run else run_id
                                     )
@@ -273,6 +282,16 @@ class ExecuteController(Controller):
             )
         await request_cancel(ctx.event_log, run_id, f"cancelled by {user.email}")
         return {"status": "cancel_requested", "execution_id": run_id}
+
+
+def _result_row(frame: dict[str, Any]) -> dict[str, Any] | None:
+    """The node-result row a frame carries (a completion, or a retried attempt's row)."""
+    if frame["type"] == "node_complete":
+        return frame
+    if frame["type"] == "node_retry":
+        row: dict[str, Any] = frame["retry_result"]
+        return row
+    return None
 
 
 def _start_messages(row: store.WorkflowRow) -> dict[str, str | None]:

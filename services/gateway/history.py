@@ -11,6 +11,7 @@ from litestar.di import Provide
 from litestar.exceptions import ClientException, NotFoundException
 
 from libs.accounts import AccountUser
+from libs.results import numbered
 from services.gateway.auth import required_user
 from services.gateway.workflows import owned
 
@@ -103,7 +104,7 @@ async def history_entry(
         "outputs": r["outputs"] or {},
         "error": r["error"],
         "parent_execution_id": r["parent_run_id"],
-        "node_results": [dict(n) for n in nodes],
+        "node_results": numbered([dict(n) for n in nodes]),
     }
 
 

@@ -79,7 +79,8 @@ class Effects:
             nodes=snapshot.nodes,
             edges=snapshot.edges,
             inputs={"headers": {}, "query": {}, "body": started.inputs},
-            test_run=False,
+            # Test mode passes down: a test run's children write no history either.
+            test_run=request.test_run,
             trigger_source=source,
             parent=ParentLink(
                 run_id=state.run_id,
