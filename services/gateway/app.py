@@ -22,6 +22,7 @@ from services.gateway.execute import ExecuteController
 from services.gateway.expressions_api import ExpressionController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
+from services.gateway.schedules_api import ScheduleController
 from services.gateway.traces import TraceController
 from services.gateway.workflows import WorkflowController
 
@@ -66,6 +67,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             HistoryController,
             ExpressionController,
             TraceController,
+            ScheduleController,
         ],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),

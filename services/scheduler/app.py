@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
 from faststream import FastStream
 
@@ -13,6 +14,7 @@ from libs.projection import ProjectionRunner
 from libs.service import ServiceContext
 from libs.service.worker import build_app
 from services.scheduler import handlers
+from services.scheduler.cron import reconcile
 from services.scheduler.projection import HistoryProjector
 
 SERVICE = "scheduler"
@@ -33,5 +35,12 @@ def create_app(settings: Settings) -> tuple[FastStream, ServiceContext]:
 
         ctx.on_close(stop)
 
+    async def reconcile_schedules() -> None:
+        try:
+            await reconcile(ctx)
+        except Exception:  # the ticks still check every schedule against its workflow
+            logging.getLogger(__name__).exception("cron schedule reconciliation failed")
+
     app.after_startup(start_projection)
+    app.after_startup(reconcile_schedules)
     return app, ctx

@@ -13,6 +13,7 @@ from contracts.base import Envelope
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer
 from services.scheduler.actors import RunRegistry
+from services.scheduler.cron import CronStarter
 from services.scheduler.effects import Effects
 
 
@@ -35,5 +36,15 @@ def register(ctx: ServiceContext) -> None:
             manual_ack=True,
             ack_wait_s=120.0,
             max_ack_pending=50_000,
+        )
+    )
+    ctx.add_consumer(
+        WorkConsumer(
+            service=ctx.service,
+            purpose="cron",
+            subject=subjects.ALL_CRON_TICKS,
+            handle=CronStarter(ctx).on_tick,
+            ack_wait_s=30.0,
+            max_deliver=20,
         )
     )
