@@ -64,7 +64,8 @@ async def test_cron_workflows_run_on_schedule_and_are_listed(system: System) -> 
 
         async def two_runs() -> list[dict[str, Any]]:
             runs = await cron_runs(c, wid)
-            assert len(runs) >= 2 and all(r["status"] == "success" for r in runs), runs
+            assert len(runs) >= 2, runs
+            assert all(r["status"] == "success" for r in runs), runs
             return runs
 
         runs = await eventually(two_runs, timeout=20, interval=0.2)
