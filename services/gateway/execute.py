@@ -24,10 +24,11 @@ from litestar.response.sse import ServerSentEventMessage
 
 from contracts.runs import RunCompleted, WorkflowSnapshot
 from libs.accounts import AccountUser
+from libs.accounts.execution_tokens import verify as verify_execution_token
 from libs.results import numbered, sse_frames, strip_private
 from libs.results.sub_runs import child_runs, sub_workflow_executions
 from services.gateway import store
-from services.gateway.auth import optional_user, required_user
+from services.gateway.auth import presented_execution_token, required_user, user_unless_token
 from services.gateway.bodies import json_body
 from services.gateway.runs import (
     new_run_request,
@@ -54,6 +55,11 @@ async def _authorise(
     """Who the run belongs to; raises 401/403 per the workflow's `auth_type`."""
     if user is not None and user.id == row.owner_id:
         return user.id
+    if row.auth_type == "jwt" and (token := presented_execution_token(request)) is not None:
+        state = request.app.state
+        if await verify_execution_token(state.ctx.pool, state.token_key, token, row.id):
+            return row.owner_id
+        raise NotAuthorizedException(detail="the execution token is not valid for this workflow")
     if row.auth_type == "anonymous":
         return row.owner_id
     if row.auth_type == "header_auth" and row.auth_header_key:
@@ -145,7 +151,7 @@ class ExecuteController(Controller):
     @post(
         "/execute",
         summary="Run a workflow and answer with its outputs",
-        dependencies={"user": Provide(optional_user)},
+        dependencies={"user": Provide(user_unless_token)},
     )
     async def execute(
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None
@@ -205,7 +211,7 @@ class ExecuteController(Controller):
         "/execute/stream",
         summary="Run a workflow as a Server-Sent Events stream",
         status_code=200,
-        dependencies={"user": Provide(optional_user)},
+        dependencies={"user": Provide(user_unless_token)},
     )
     async def stream(
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None
