@@ -18,6 +18,7 @@ from litestar.exceptions import (
     NotAuthorizedException,
     NotFoundException,
     PermissionDeniedException,
+    TooManyRequestsException,
 )
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
@@ -27,7 +28,7 @@ from libs.accounts import AccountUser
 from libs.accounts.execution_tokens import verify as verify_execution_token
 from libs.results import numbered, sse_frames, strip_private
 from libs.results.sub_runs import child_runs, sub_workflow_executions
-from services.gateway import store
+from services.gateway import store, throttle
 from services.gateway.auth import presented_execution_token, required_user, user_unless_token
 from services.gateway.bodies import json_body
 from services.gateway.runs import (
@@ -144,6 +145,56 @@ def _status_code(done: RunCompleted) -> int:
     return 200
 
 
+class _Gate:
+    """What the rate limit and the cache said about a request (test runs skip both)."""
+
+    def __init__(self) -> None:
+        self.headers: dict[str, str] = {}
+        self.answer: Response[Any] | None = None
+        self.cached_outputs: Any = None
+        self.cache_key: str | None = None
+
+
+async def _gate(request: Request[Any, Any, State], p: _Prepared) -> _Gate:
+    gate = _Gate()
+    if p.test_run:
+        return gate
+    pool = request.app.state.ctx.pool
+    client = request.client.host if request.client else "unknown"
+    limit = await throttle.check_rate(pool, p.row, client)
+    if limit is not None:
+        gate.headers = limit.headers
+        if limit.limited:
+            await throttle.record(
+                pool,
+                p.row,
+                owner_id=p.owner,
+                status="rate_limited",
+                source=p.source,
+                inputs=p.envelope,
+            )
+            gate.answer = Response(
+                {"detail": "Rate limit exceeded"}, status_code=429, headers=limit.headers
+            )
+            return gate
+    if throttle.cache_ttl(p.row):
+        gate.cache_key = throttle.cache_key(p.row, p.envelope)
+        hit = await throttle.cached(pool, p.row, gate.cache_key)
+        if hit is not None:
+            gate.cached_outputs = hit
+            gate.headers = {**gate.headers, "X-Cache": "HIT"}
+            await throttle.record(
+                pool,
+                p.row,
+                owner_id=p.owner,
+                status="cached",
+                source=p.source,
+                inputs=p.envelope,
+                outputs=hit,
+            )
+    return gate
+
+
 class ExecuteController(Controller):
     path = "/api/workflows/{workflow_id:str}"
     tags = ["execution"]
@@ -157,8 +208,28 @@ class ExecuteController(Controller):
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None
     ) -> Response[Any]:
         prepared = await _prepare(request, workflow_id, user)
-        run = await _run_request(request, prepared)
         simple = _truthy(request.headers.get("x-simple-response"), True)
+        gate = await _gate(request, prepared)
+        if gate.answer is not None:
+            return gate.answer
+        if gate.cached_outputs is not None:
+            outputs = strip_private(gate.cached_outputs)
+            body: Any = (
+                outputs
+                if simple
+                else {
+                    "workflow_id": workflow_id,
+                    "status": "success",
+                    "outputs": outputs,
+                    "node_results": [],
+                    "execution_time_ms": 0.0,
+                    "sub_workflow_executions": [],
+                    "execution_history_id": None,
+                    "cached": True,
+                }
+            )
+            return Response(body, headers=gate.headers)
+        run = await _run_request(request, prepared)
         settings = request.app.state.settings
         event_log = request.app.state.ctx.event_log
         async with started_run(event_log, run, watch=True) as (run_id, queue):
@@ -190,8 +261,12 @@ class ExecuteController(Controller):
                 _status_code(done),
                 done.execution_time_ms,
             )
+            if gate.cache_key is not None and done.status == "success":
+                await throttle.store_outputs(
+                    request.app.state.ctx.pool, prepared.row, gate.cache_key, done.outputs
+                )
         if simple:
-            return Response(strip_private(outputs), status_code=code)
+            return Response(strip_private(outputs), status_code=code, headers=gate.headers)
         return Response(
             {
                 "workflow_id": workflow_id,
@@ -205,6 +280,7 @@ class ExecuteController(Controller):
                 "execution_history_id": None if prepared.test_run else run_id,
             },
             status_code=code,
+            headers=gate.headers,
         )
 
     @post(
@@ -219,6 +295,11 @@ class ExecuteController(Controller):
         prepared = await _prepare(request, workflow_id, user)
         if not prepared.row.sse_enabled and prepared.source not in INTERNAL_SOURCES:
             raise ClientException(detail="SSE streaming is disabled for this workflow")
+        gate = await _gate(request, prepared)
+        if gate.answer is not None:
+            raise TooManyRequestsException(detail="Rate limit exceeded", headers=gate.headers)
+        if gate.cached_outputs is not None:
+            return _cached_stream(workflow_id, strip_private(gate.cached_outputs), gate.headers)
         run = await _run_request(request, prepared)
         simple = _truthy(request.headers.get("x-simple-response"), True)
         messages = _start_messages(prepared.row)
@@ -288,6 +369,24 @@ class ExecuteController(Controller):
             )
         await request_cancel(ctx.event_log, run_id, f"cancelled by {user.email}")
         return {"status": "cancel_requested", "execution_id": run_id}
+
+
+def _cached_stream(workflow_id: str, outputs: Any, headers: dict[str, str]) -> ServerSentEvent:
+    frame = {
+        "type": "execution_complete",
+        "workflow_id": workflow_id,
+        "status": "success",
+        "outputs": outputs,
+        "execution_time_ms": 0.0,
+        "node_results": [],
+        "sub_workflow_executions": [],
+        "cached": True,
+    }
+
+    async def frames() -> AsyncIterator[ServerSentEventMessage]:
+        yield ServerSentEventMessage(data=json.dumps(frame, default=str))
+
+    return ServerSentEvent(frames(), headers=headers)
 
 
 def _result_row(frame: dict[str, Any]) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from libs.results import numbered
 from services.gateway.auth import required_user
 from services.gateway.workflows import owned
 
-_STATUSES = {"running", "success", "error", "pending", "cancelled"}
+_STATUSES = {"running", "success", "error", "pending", "cancelled", "cached", "rate_limited"}
 
 
 def _light(r: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from litestar.exceptions import HTTPException, NotFoundException, PermissionDeni
 from libs.accounts import AccountUser
 from libs.schedules import CronError, cron_trigger, put_schedule
 from libs.workflow import validate_workflow
-from services.gateway import store
+from services.gateway import store, throttle
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object
 
@@ -96,6 +96,7 @@ def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None)
         }
         for i in issues
     )
+    problems.extend(throttle.settings_problems(fields["settings"]))
     try:
         cron_trigger(fields["nodes"])
     except CronError as exc:
