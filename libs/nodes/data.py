@@ -80,4 +80,6 @@ def variable(call: NodeView) -> Outcome:
             f"node {call.label!r} field variableValue expression {raw!r}: {exc.message}"
         )
     value = _coerce(value, kind)
-    return Outcome(output={"name": name, "value": value, "type": kind})
+    # `isGlobal` values are persisted when the run ends (from its recorded results).
+    metadata = {"global": True} if data.get("isGlobal") else {}
+    return Outcome(output={"name": name, "value": value, "type": kind}, metadata=metadata)

@@ -22,6 +22,7 @@ from services.gateway.event_docs import EventDocsController
 from services.gateway.execute import ExecuteController
 from services.gateway.execution_tokens import ExecutionTokenController
 from services.gateway.expressions_api import ExpressionController
+from services.gateway.global_variables import GlobalVariableController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
 from services.gateway.schedules_api import ScheduleController
@@ -72,6 +73,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             TraceController,
             ScheduleController,
             ExecutionTokenController,
+            GlobalVariableController,
         ],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),

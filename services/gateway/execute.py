@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
 from litestar import Controller, Request, Response, post
 from litestar.datastructures import State
 from litestar.di import Provide
@@ -26,6 +27,7 @@ from litestar.response.sse import ServerSentEventMessage
 from contracts.runs import RunCompleted, WorkflowSnapshot
 from libs.accounts import AccountUser
 from libs.accounts.execution_tokens import verify as verify_execution_token
+from libs.db.globals import global_values
 from libs.results import numbered, sse_frames, strip_private
 from libs.results.sub_runs import child_runs, sub_workflow_executions
 from services.gateway import store, throttle
@@ -126,7 +128,7 @@ async def _run_request(request: Request[Any, Any, State], p: _Prepared) -> Any:
     ctx = request.app.state.ctx
     cache = await store.workflow_cache(ctx.pool, p.owner, p.row)
     snapshot = WorkflowSnapshot(id=p.row.id, name=p.row.name, nodes=p.row.nodes, edges=p.row.edges)
-    return new_run_request(
+    run = new_run_request(
         workflow=snapshot,
         owner_id=p.owner,
         inputs=p.envelope,
@@ -135,6 +137,8 @@ async def _run_request(request: Request[Any, Any, State], p: _Prepared) -> Any:
         cache=cache,
         traceparent=request.headers.get("traceparent"),
     )
+    # `$global` as it is now, snapshotted into the request (replay never reads the store).
+    return msgspec.structs.replace(run, globals=await global_values(ctx.pool, p.owner))
 
 
 def _status_code(done: RunCompleted) -> int:

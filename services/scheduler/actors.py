@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from nats.aio.msg import Msg
 
@@ -28,6 +28,13 @@ log = logging.getLogger(__name__)
 
 MAX_CONFLICT_RETRIES = 20
 
+# `$credentials` of a run's owner (decrypted, never recorded), or {} when the run has none.
+CredentialLoader = Callable[[RunRequested], Awaitable[dict[str, str]]]
+
+
+async def no_credentials(_request: RunRequested) -> dict[str, str]:
+    return {}
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -41,8 +48,10 @@ class RunActor:
         effects: Effects,
         *,
         on_idle: Callable[[RunActor], None],
+        credentials: CredentialLoader = no_credentials,
     ) -> None:
         self.run_id = run_id
+        self._credentials = credentials
         self._log = event_log
         self._effects = effects
         self._on_idle = on_idle
@@ -110,6 +119,7 @@ class RunActor:
             # A brand-new run: its request is its first event, nothing to replay. If anything
             # was appended after it, the first decision's expected sequence catches it.
             self.state = RunState.from_request(self.run_id, first.event, first.sequence)
+            self.state.credentials = await self._credentials(first.event)
             for envelopes, _ in batch:
                 self._fold(envelopes)
             return
@@ -126,6 +136,7 @@ class RunActor:
             return
         assert isinstance(request.event, RunRequested)
         state = RunState.from_request(self.run_id, request.event, request.sequence)
+        state.credentials = await self._credentials(request.event)
         for env in envelopes:
             if env is not request:
                 evolve(state, env.event, env.sequence)
@@ -173,9 +184,15 @@ class RunActor:
 class RunRegistry:
     """The actors of the runs this scheduler instance is working on."""
 
-    def __init__(self, event_log: EventLog, effects: Effects) -> None:
+    def __init__(
+        self,
+        event_log: EventLog,
+        effects: Effects,
+        credentials: CredentialLoader = no_credentials,
+    ) -> None:
         self._log = event_log
         self._effects = effects
+        self._credentials = credentials
         self._actors: dict[str, RunActor] = {}
 
     def __len__(self) -> int:
@@ -189,7 +206,9 @@ class RunRegistry:
         run_id = envelopes[0].run_id
         actor = self._actors.get(run_id)
         if actor is None:
-            actor = RunActor(run_id, self._log, self._effects, on_idle=self._idle)
+            actor = RunActor(
+                run_id, self._log, self._effects, on_idle=self._idle, credentials=self._credentials
+            )
             self._actors[run_id] = actor
         actor.enqueue(envelopes, msg)
 

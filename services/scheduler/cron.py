@@ -18,6 +18,7 @@ from contracts import subjects
 from contracts.base import Envelope
 from contracts.runs import RunRequested
 from contracts.schedules import CronTicked
+from libs.db.globals import global_values
 from libs.db.workflows import load_snapshot, workflow_cache
 from libs.eventlog import ConcurrencyConflict
 from libs.schedules import CronError, CronTrigger, cron_trigger, put_schedule, scheduled_workflows
@@ -76,6 +77,7 @@ class CronStarter:
             trigger_source=TRIGGER_SOURCE,
             requested_at_ms=ticked_at_ms,
             workflow_cache=await workflow_cache(ctx.pool, owner, snapshot),
+            globals=await global_values(ctx.pool, owner),
         )
         try:
             await ctx.event_log.append(

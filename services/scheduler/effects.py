@@ -95,6 +95,8 @@ class Effects:
             workflow_cache=request.workflow_cache,
             timezone=request.timezone,
             traceparent=request.traceparent,
+            # Heym: the child's globals are the parent's merged with the parent's $vars.
+            globals={**request.globals, **state.vars},
         )
         try:
             await self._log.append(

@@ -10,11 +10,26 @@ from nats.aio.msg import Msg
 
 from contracts import subjects
 from contracts.base import Envelope
+from contracts.runs import RunRequested
+from libs.secrets import SecretBox, credential_values, mentions_credentials
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer
-from services.scheduler.actors import RunRegistry
+from services.scheduler.actors import CredentialLoader, RunRegistry
 from services.scheduler.cron import CronStarter
 from services.scheduler.effects import Effects
+
+
+def _credential_loader(ctx: ServiceContext) -> CredentialLoader:
+    """Decrypts a run owner's credentials when the run's workflow mentions `$credentials`."""
+    key = ctx.settings.secret_key
+    box = SecretBox.from_setting(key) if key else None
+
+    async def load(request: RunRequested) -> dict[str, str]:
+        if box is None or not mentions_credentials(request.nodes):
+            return {}
+        return await credential_values(ctx.pool, box, request.owner_id)
+
+    return load
 
 
 def register(ctx: ServiceContext) -> None:
@@ -23,7 +38,9 @@ def register(ctx: ServiceContext) -> None:
     async def on_event(envelopes: list[Envelope], msg: Msg) -> None:
         nonlocal registry
         if registry is None:
-            registry = RunRegistry(ctx.event_log, Effects(ctx.nc, ctx.event_log))
+            registry = RunRegistry(
+                ctx.event_log, Effects(ctx.nc, ctx.event_log), _credential_loader(ctx)
+            )
         registry.deliver(envelopes, msg)
         ctx.details["active_runs"] = str(len(registry))
 

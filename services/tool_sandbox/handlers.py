@@ -18,9 +18,10 @@ from contracts.agents import NodeToolDispatched
 from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
 from contracts.tools import TOOL_SUBJECT
+from libs.secrets import SecretBox
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer, kept_alive
-from services.tool_sandbox.nodes import NodeRunner, as_dispatch
+from services.tool_sandbox.nodes import CredentialSource, NodeRunner, as_dispatch
 from services.tool_sandbox.tools import answer_tool_request
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,14 @@ def register(ctx: ServiceContext) -> None:
         if runner is None:
             client = httpx.AsyncClient(limits=httpx.Limits(max_connections=100))
             ctx.on_close(client.aclose)
-            runner = NodeRunner(ctx.event_log, client)
+            key = ctx.settings.secret_key
+            runner = NodeRunner(
+                ctx.event_log,
+                client,
+                credentials=CredentialSource(ctx.pool, SecretBox.from_setting(key))
+                if key
+                else None,
+            )
         return runner
 
     async def on_work(envelopes: list[Envelope], msg: Msg) -> None:
