@@ -107,11 +107,11 @@ async def _canvas(
 ) -> tuple[Canvas, dict[str, Any], dict[str, str]]:
     pool = request.app.state.ctx.pool
     global_vars = await global_values(pool, user.id)
-    # The preview shows credentials as every recorded output does: masked.
-    names = await pool.fetch(
-        "SELECT name, key_hint FROM credentials WHERE owner_id = $1::uuid", user.id
-    )
-    credentials = {r["name"]: masked_form(r["key_hint"]) for r in names}
+    credentials: dict[str, str] = {}
+    if "$credentials" in body.expression:
+        # The preview shows credentials as every recorded output does: masked.
+        secrets = await credential_values(pool, request.app.state.secrets, user.id)
+        credentials = {name: masked_form(value) for name, value in secrets.items()}
     if not body.workflow_id:
         upstream = {r.label or r.node_id: r.output for r in body.node_results}
         return Canvas(upstream=upstream), global_vars, credentials

@@ -3,6 +3,7 @@ every credential value masked in what a run records."""
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -34,7 +35,7 @@ def n(nid: str, ntype: str, label: str, **data: Any) -> dict[str, Any]:
 def chain(*nodes: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"id": f"e{i}", "source": a["id"], "target": b["id"]}
-        for i, (a, b) in enumerate(zip(nodes, nodes[1:], strict=False))
+        for i, (a, b) in enumerate(itertools.pairwise(nodes))
     ]
 
 
@@ -208,6 +209,8 @@ async def test_credentials_in_expressions_are_masked_everywhere(
 
         entry = await eventually(recorded, timeout=15)
         assert SECRET not in str(entry)
+        r = await c.post("/api/expressions/evaluate", json={"expression": "$credentials.svc"})
+        assert r.json()["result"] == masked
         async with infra.connected(system.nats_url) as nc:
             events = await EventLog(nc).read(subjects.run_everything(run_id))
         assert events
