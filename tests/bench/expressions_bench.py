@@ -58,7 +58,8 @@ async def preview(system: System, runs: int) -> list[Figure]:
                 t = time.perf_counter()
                 r = await c.post("/api/expressions/evaluate", json=body)
                 samples.append(time.perf_counter() - t)
-                assert r.status_code == 200 and r.json()["error"] is None, r.text
+                assert r.status_code == 200, r.text
+                assert r.json()["error"] is None, r.text
             figures.append(
                 latency(f"expression preview over REST ({name})", samples, target_p50_ms=2)
             )
