@@ -73,6 +73,7 @@ class RunOutputReady(Event, tag="run.output_ready", frozen=True):
 
     node_id: str
     outputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    execution_time_ms: float = 0.0
 
 
 class RunCompleted(Event, tag="run.completed", frozen=True):

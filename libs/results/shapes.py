@@ -130,6 +130,9 @@ def sse_frames(
             frames.append(_node_start(ev.node_id, ev.node_label, messages))
         result = node_result(env, ev)
         frames.append({"type": "node_complete", **result})
+        if ev.node_type == "jsonOutputMapper" and ev.status == "success":
+            # Heym streams every jsonOutputMapper's result as a final output at once.
+            frames.append(_final_output(ev.node_id, ev.node_label, ev.node_type, ev.output, result))
         return frames
     if isinstance(ev, LlmCallRecorded | ToolCallRecorded | ContextCompressed):
         return [
@@ -144,8 +147,16 @@ def sse_frames(
     if isinstance(ev, SubAgentDispatched):
         return [_node_start(ev.node_id, ev.node_label, messages)]
     if isinstance(ev, RunOutputReady):
+        label, output = next(iter(ev.outputs.items()), ("", None))
         return [
-            {"type": "final_output", "node_id": ev.node_id, "output": strip_private(ev.outputs)}
+            {
+                "type": "final_output",
+                "node_id": ev.node_id,
+                "node_label": label,
+                "node_type": "output",
+                "output": strip_private(output),
+                "execution_time_ms": ev.execution_time_ms,
+            }
         ]
     if isinstance(ev, RunCompleted):
         return [
@@ -158,6 +169,19 @@ def sse_frames(
             }
         ]
     return []
+
+
+def _final_output(
+    node_id: str, label: str, node_type: str, output: Any, result: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "type": "final_output",
+        "node_id": node_id,
+        "node_label": label,
+        "node_type": node_type,
+        "output": strip_private(output),
+        "execution_time_ms": result["execution_time_ms"],
+    }
 
 
 def _stamp(env: Envelope) -> str:

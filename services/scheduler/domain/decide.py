@@ -181,7 +181,12 @@ class _Decider:
             and nid not in graph.error_flow
         ):
             recorded = self.s.outputs.get(nid)  # as recorded: masked
-            self.emit(RunOutputReady(node_id=nid, outputs={graph.labels[nid]: recorded}))
+            elapsed = float(max(0, self.now - (self.s.started_at_ms or self.now)))
+            self.emit(
+                RunOutputReady(
+                    node_id=nid, outputs={graph.labels[nid]: recorded}, execution_time_ms=elapsed
+                )
+            )
 
     def _dispatch(self, nid: str, attempt: int) -> None:
         s = self.s

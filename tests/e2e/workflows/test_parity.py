@@ -157,3 +157,25 @@ async def test_heym_error_sentences(system: System) -> None:
         r = await c.post(f"/api/workflows/{wid}/execute/stream", json={})
         assert r.status_code == 400
         assert r.json()["detail"] == "SSE streaming is disabled for this workflow"
+
+
+async def test_final_output_frames_carry_heyms_fields(system: System) -> None:
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        wid = await create(
+            c,
+            [
+                n("in", "textInput", "req"),
+                n("o", "output", "early", message="$req.text", allowDownstream=True),
+                n("m", "jsonOutputMapper", "mapped", mappings=[{"key": "k", "value": "$req.text"}]),
+            ],
+            [e("in", "o"), e("o", "m")],
+            sse_enabled=True,
+        )
+        frames = await sse(c, f"/api/workflows/{wid}/execute/stream", {"text": "v"})
+        finals = [f for f in frames if f["type"] == "final_output"]
+        assert [(f["node_label"], f["node_type"], f["output"]) for f in finals] == [
+            ("early", "output", {"result": "v"}),
+            ("mapped", "jsonOutputMapper", {"k": "v"}),
+        ]
+        assert all(f["execution_time_ms"] >= 0 for f in finals)
