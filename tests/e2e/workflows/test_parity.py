@@ -3,6 +3,7 @@ Heym's error sentences."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any
@@ -179,3 +180,32 @@ async def test_final_output_frames_carry_heyms_fields(system: System) -> None:
             ("mapped", "jsonOutputMapper", {"k": "v"}),
         ]
         assert all(f["execution_time_ms"] >= 0 for f in finals)
+
+
+async def test_history_entry_stream_follows_a_run_until_it_ends(system: System) -> None:
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        wid = await create(
+            c, [n("in", "textInput", "req"), n("w", "wait", "pause", duration=2500)], [e("in", "w")]
+        )
+        running = asyncio.create_task(c.post(f"/api/workflows/{wid}/execute", json={}))
+
+        async def listed() -> str:
+            items = (await c.get(f"/api/workflows/{wid}/history")).json()["items"]
+            assert items, items
+            return str(items[0]["id"])
+
+        entry = await eventually(listed, timeout=15)
+        frames = []
+        async with c.stream("GET", f"/api/workflows/{wid}/history/{entry}/stream") as r:
+            assert r.status_code == 200
+            async for line in r.aiter_lines():
+                if line.startswith("data:"):
+                    frames.append(json.loads(line[5:]))
+        await running
+        assert frames[-1] == {"type": "done"}
+        updates = [f["entry"]["status"] for f in frames if f["type"] == "history_update"]
+        assert updates[0] == "running"
+        assert updates[-1] == "success"
+        r = await c.get(f"/api/workflows/{wid}/history/nope/stream")
+        assert r.status_code == 404
