@@ -13,13 +13,14 @@ from libs.db.types import Conn
 # wins; a value recorded earlier in the log never overwrites a later one).
 PERSIST_RUN_GLOBALS: Final = """
     INSERT INTO global_variables (id, owner_id, name, value, source_sequence, updated_at)
-    SELECT gen_random_uuid(), r.owner_id::uuid, n.output->>'name', n.output->'value',
-           n.sequence, now()
+    SELECT gen_random_uuid(), u.id, n.output->>'name', n.output->'value', n.sequence, now()
     FROM (SELECT DISTINCT ON (output->>'name') output, sequence FROM run_nodes
           WHERE run_id = $1 AND node_type = 'variable' AND status = 'success'
             AND metadata->>'global' = 'true' AND output ? 'name'
           ORDER BY output->>'name', sequence DESC) AS n
-    JOIN runs r ON r.run_id = $1 AND r.owner_id ~ '^[0-9a-f-]{36}$'
+    JOIN runs r ON r.run_id = $1
+    -- a run whose owner no longer exists persists nothing (and never stalls the projection)
+    JOIN users u ON u.id::text = r.owner_id
     ON CONFLICT (owner_id, name) DO UPDATE SET
         value = EXCLUDED.value, source_sequence = EXCLUDED.source_sequence, updated_at = now()
     WHERE global_variables.source_sequence <= EXCLUDED.source_sequence"""
