@@ -205,6 +205,7 @@ async def test_credentials_in_expressions_are_masked_everywhere(
         async def recorded() -> dict[str, Any]:
             entry = await c.get(f"/api/workflows/{wid}/history/{run_id}")
             assert entry.status_code == 200
+            assert entry.json()["status"] == "success"  # projected up to the run's end
             return dict(entry.json())
 
         entry = await eventually(recorded, timeout=15)

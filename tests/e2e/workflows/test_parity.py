@@ -122,6 +122,7 @@ async def test_node_result_sequence_counts_from_one_within_each_run(system: Syst
         async def recorded() -> dict[str, Any]:
             entry = await c.get(f"/api/workflows/{parent}/history/{body['execution_history_id']}")
             assert entry.status_code == 200
+            assert entry.json()["status"] == "success"  # projected up to the run's end
             return dict(entry.json())
 
         entry = await eventually(recorded, timeout=15)
