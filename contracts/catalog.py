@@ -30,6 +30,28 @@ EVENT_TYPES: tuple[type[Event], ...] = (
 )
 
 
+_SIZE_ENCODER = msgspec.json.Encoder()
+
+
+def encoded_size(value: Any) -> int | None:
+    """How many bytes `value` takes in an event batch, or None if it cannot be encoded at all
+    (an integer too long for a decimal string, a value JSON has no form for)."""
+    try:
+        return len(_SIZE_ENCODER.encode(value))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def too_large(value: Any, limit: int) -> str | None:
+    """Why `value` cannot go into one event of at most `limit` bytes, or None if it can."""
+    size = encoded_size(value)
+    if size is None:
+        return "it cannot be encoded as JSON (for example an integer with more than 4300 digits)"
+    if size > limit:
+        return f"it is {size / 1048576:.1f} MiB; one event may hold {limit / 1048576:.1f} MiB"
+    return None
+
+
 class BatchDecodeError(ValueError):
     """The message body is not an event batch (not JSON, not an array, or a malformed event)."""
 

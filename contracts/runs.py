@@ -23,6 +23,11 @@ class ParentLink(msgspec.Struct, frozen=True, kw_only=True):
     wait: bool = True
     # "execute" for an Execute node, "agent" for an agent's call_sub_workflow tool.
     via: str = "execute"
+    # For `via="agent"`: the tool call the child run answers; its end is appended to the agent's
+    # aggregate as that call's `agent.tool_result`.
+    tool_call_id: str = ""
+    turn: int = 0
+    tool_name: str = ""
 
 
 class WorkflowSnapshot(msgspec.Struct, frozen=True, kw_only=True):

@@ -99,7 +99,7 @@ async def started_run(
         if watch:
             queue = (await stack.enter_async_context(event_log.watch(subjects.run_all(rid)))).queue
         else:
-            queue = await stack.enter_async_context(event_log.tail(subjects.run_all(rid)))
+            queue = await stack.enter_async_context(event_log.tail(subjects.run_everything(rid)))
         await event_log.append(
             subjects.run_commands(rid),
             [request],

@@ -6,6 +6,8 @@ so the consumer's order is kept per run while different runs are decided concurr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from nats.aio.msg import Msg
 
 from contracts import subjects
@@ -14,9 +16,11 @@ from contracts.runs import RunRequested
 from libs.secrets import SecretBox, credential_values, mentions_credentials
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer
-from services.scheduler.actors import CredentialLoader, RunRegistry
+from services.scheduler.actors import CredentialLoader, Limits, RunRegistry
 from services.scheduler.cron import CronStarter
 from services.scheduler.effects import Effects
+
+MAX_DELIVER = 5
 
 
 def _credential_loader(ctx: ServiceContext) -> CredentialLoader:
@@ -32,17 +36,39 @@ def _credential_loader(ctx: ServiceContext) -> CredentialLoader:
     return load
 
 
-def register(ctx: ServiceContext) -> None:
+def register(ctx: ServiceContext) -> Callable[[], RunRegistry]:
+    """Add the scheduler's consumer; returns how to reach its run registry (the sweeper's)."""
     registry: RunRegistry | None = None
 
-    async def on_event(envelopes: list[Envelope], msg: Msg) -> None:
+    def get_registry() -> RunRegistry:
         nonlocal registry
         if registry is None:
-            registry = RunRegistry(
-                ctx.event_log, Effects(ctx.nc, ctx.event_log), _credential_loader(ctx)
+            limits = Limits(
+                max_event_bytes=ctx.settings.max_message_bytes - 64 * 1024,
+                max_deliver=MAX_DELIVER,
+                backoff_s=ctx.settings.redelivery_backoff_s,
             )
-        registry.deliver(envelopes, msg)
-        ctx.details["active_runs"] = str(len(registry))
+            registry = RunRegistry(
+                ctx.event_log,
+                Effects(ctx.nc, ctx.event_log),
+                limits,
+                _credential_loader(ctx),
+            )
+        return registry
+
+    async def on_event(envelopes: list[Envelope], msg: Msg) -> None:
+        reg = get_registry()
+        reg.deliver(envelopes, msg)
+        ctx.details["active_runs"] = str(len(reg))
+
+    async def poisoned(envelopes: list[Envelope] | None, subject: str, why: str) -> None:
+        # Only malformed messages get here (the actors handle their own failures): a run
+        # that has one can no longer be followed reliably, so it ends with the reason.
+        try:
+            run_id = subjects.run_id_of(subject)
+        except subjects.SubjectError:
+            return
+        await get_registry().abort(run_id, f"an unreadable message was recorded for it: {why}")
 
     ctx.add_consumer(
         WorkConsumer(
@@ -51,8 +77,10 @@ def register(ctx: ServiceContext) -> None:
             subject=subjects.ALL_RUN_EVENTS,
             handle=on_event,
             manual_ack=True,
+            max_deliver=MAX_DELIVER,
             ack_wait_s=120.0,
             max_ack_pending=50_000,
+            on_poison=poisoned,
         )
     )
     ctx.add_consumer(
@@ -65,3 +93,4 @@ def register(ctx: ServiceContext) -> None:
             max_deliver=20,
         )
     )
+    return get_registry

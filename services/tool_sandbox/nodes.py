@@ -14,7 +14,7 @@ from contracts import subjects
 from contracts.agents import NodeToolDispatched
 from contracts.base import Envelope, Event
 from contracts.nodes import NodeAttemptFailed, NodeCompleted, NodeDispatched
-from libs.eventlog import ConcurrencyConflict, EventLog
+from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import ExpressionError, build_context
 from libs.secrets import Masker, SecretBox, credential_values, mentions_credentials
 from services.tool_sandbox.http_node import HttpNodeError, execute_http
@@ -99,6 +99,20 @@ class NodeRunner:
                 finished_at_ms=_now_ms(),
             )
         try:
+            await self._record(env, subject, result, ev)
+        except PayloadTooLarge as exc:
+            # An output the log cannot hold fails the node clearly (never a lost result).
+            await self._record(
+                env,
+                subject,
+                self._failed(
+                    ev, f"the node's output is too large: {exc}", started, retryable=False
+                ),
+                ev,
+            )
+
+    async def _record(self, env: Envelope, subject: str, result: Event, ev: NodeDispatched) -> None:
+        try:
             await self._log.append(
                 subject,
                 [result],
@@ -134,8 +148,11 @@ class NodeRunner:
         raise ValueError(f"the tool sandbox cannot run {ev.node_type!r} nodes")
 
     @staticmethod
-    def _failed(ev: NodeDispatched, message: str, started: int) -> NodeAttemptFailed:
+    def _failed(
+        ev: NodeDispatched, message: str, started: int, *, retryable: bool = True
+    ) -> NodeAttemptFailed:
         return NodeAttemptFailed(
+            retryable=retryable,
             invocation_id=ev.invocation_id,
             node_id=ev.node_id,
             node_label=ev.node_label,

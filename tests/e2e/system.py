@@ -20,9 +20,11 @@ import httpx
 import nats
 
 from contracts import subjects
+from contracts.base import Envelope
 from libs.accounts.api_keys import add_api_key, create_user, generate_api_key
 from libs.devstack.children import Child
 from libs.embedded.process import free_port
+from libs.eventlog import EventLog
 from libs.secrets import generate_key
 
 
@@ -115,6 +117,26 @@ class System:
             return user.id, key
         finally:
             await conn.close()
+
+    async def events(self, run_id: str) -> list[Envelope]:
+        """Everything recorded for one run (its decisions, results, agent turns, work items)."""
+        nc = await nats.connect(self.nats_url)
+        try:
+            return await EventLog(nc).read(subjects.run_everything(run_id))
+        finally:
+            await nc.close()
+
+    async def ack_pending(self, *durables: str) -> dict[str, int]:
+        """Messages delivered to a consumer and not acknowledged yet (work held by a process)."""
+        nc = await nats.connect(self.nats_url)
+        try:
+            js = nc.jetstream()
+            return {
+                d: (await js.consumer_info(subjects.RUN_STREAM, d)).num_ack_pending
+                for d in durables
+            }
+        finally:
+            await nc.close()
 
     def client(self, key: str | None = None, **kwargs: Any) -> httpx.AsyncClient:
         headers = {"X-MCP-Key": key} if key else {}

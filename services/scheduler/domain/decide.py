@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.base import Event
+from contracts.catalog import too_large
 from contracts.nodes import (
     ChildRunStarted,
     NodeAttemptFailed,
@@ -47,9 +48,17 @@ class Decision:
         return [e for _, batch in self.batches for e in batch]
 
 
-def decide(state: RunState, now_ms: int) -> Decision:
+# The largest single event a decision may hold: the stream's message limit (8 MiB by default)
+# minus room for headers. A node output, a dispatch or a run's outputs over it fails clearly
+# instead of making an append fail for ever (which would leave the run "running").
+DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024 - 64 * 1024
+
+
+def decide(
+    state: RunState, now_ms: int, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+) -> Decision:
     """Works on `state` in place: pass a `copy()` and keep it only if the append succeeds."""
-    decider = _Decider(state, now_ms)
+    decider = _Decider(state, now_ms, max_event_bytes)
     decider.run()
     return decider.decision()
 
@@ -64,9 +73,10 @@ def idempotency_key(run_id: str, node_id: str, invocation_id: str, attempt: int)
 
 
 class _Decider:
-    def __init__(self, state: RunState, now_ms: int) -> None:
+    def __init__(self, state: RunState, now_ms: int, max_event_bytes: int) -> None:
         self.s = state
         self.now = now_ms
+        self.max_bytes = max_event_bytes
         self.out: list[tuple[str, Event]] = []
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -167,6 +177,13 @@ class _Decider:
             outcome = PURE_NODES[self.s.graph.types[nid]](call)
         except Exception as exc:  # an evaluator bug must fail the node, not the scheduler
             outcome = Outcome.fail(f"node {call.label!r} failed: {type(exc).__name__}: {exc}")
+        if outcome.error is None:
+            why = too_large(outcome.output, self.max_bytes)
+            if why is not None:
+                outcome = Outcome.fail(
+                    f"node {call.label!r} produced an output that cannot be stored: {why}",
+                    retryable=False,
+                )
         if outcome.error is not None:
             self._attempt_failed(nid, attempt, outcome)
             return
@@ -194,31 +211,34 @@ class _Decider:
         inv = self.new_invocation()
         call = NodeCall(state=s, node_id=nid, now_ms=self.now)
         service = NODE_TYPES[graph.types[nid]].executor
-        self.emit(
-            NodeDispatched(
-                invocation_id=inv,
-                node_id=nid,
-                node_label=graph.labels[nid],
-                node_type=graph.types[nid],
-                service=service,
-                attempt=attempt,
-                node=dict(graph.nodes[nid]),
-                inputs=call.inputs,
-                upstream=upstream_outputs(s, nid),
-                vars=dict(s.vars),
-                idempotency_key=idempotency_key(s.run_id, nid, inv, attempt),
-                dispatched_at_ms=self.now,
-                timezone=s.request.timezone,
-                workflow_id=s.request.workflow_id,
-                owner_id=s.request.owner_id,
-                depth=s.depth,
-                test_run=s.request.test_run,
-                trigger_source=s.request.trigger_source,
-                globals=s.request.globals,
-                **_agent_context(s, nid),
-            ),
-            target=service,
+        dispatch = NodeDispatched(
+            invocation_id=inv,
+            node_id=nid,
+            node_label=graph.labels[nid],
+            node_type=graph.types[nid],
+            service=service,
+            attempt=attempt,
+            node=dict(graph.nodes[nid]),
+            inputs=call.inputs,
+            upstream=upstream_outputs(s, nid),
+            vars=dict(s.vars),
+            idempotency_key=idempotency_key(s.run_id, nid, inv, attempt),
+            dispatched_at_ms=self.now,
+            timezone=s.request.timezone,
+            workflow_id=s.request.workflow_id,
+            owner_id=s.request.owner_id,
+            depth=s.depth,
+            test_run=s.request.test_run,
+            trigger_source=s.request.trigger_source,
+            globals=s.request.globals,
+            **_agent_context(s, nid),
         )
+        why = too_large(dispatch, self.max_bytes)
+        if why is not None:
+            message = f"the inputs of node {graph.labels[nid]!r} cannot be dispatched: {why}"
+            self._attempt_failed(nid, attempt, Outcome.fail(message, retryable=False))
+            return
+        self.emit(dispatch, target=service)
 
     def _wait(self, nid: str) -> None:
         data = self.s.graph.data[nid]
@@ -425,6 +445,11 @@ class _Decider:
                 http_status = code if isinstance(code, int) else None
         elif status == "success":
             outputs = final_outputs(s)
+            why = too_large(outputs, self.max_bytes)
+            if why is not None:
+                status = "error"
+                error = f"the run's outputs cannot be stored: {why}"
+                outputs = {"error": error}
         else:
             outputs = {}
         self.emit(
@@ -449,7 +474,14 @@ def _agent_context(s: RunState, nid: str) -> dict[str, Any]:
     if s.graph.types[nid] != "agent":
         return {}
     request = s.request
-    allowed = [str(w) for w in (s.graph.data[nid].get("subWorkflowIds") or [])]
+    # Every agent of the workflow may run as this one's sub-agent, and each gets the
+    # sub-workflows its own node lists: pass the snapshots of all of them.
+    allowed = {
+        str(w)
+        for n, t in s.graph.types.items()
+        if t == "agent"
+        for w in (s.graph.data[n].get("subWorkflowIds") or [])
+    }
     return {
         "workflow": WorkflowSnapshot(
             id=request.workflow_id,
@@ -458,7 +490,7 @@ def _agent_context(s: RunState, nid: str) -> dict[str, Any]:
             edges=request.edges,
         ),
         "sub_workflows": {
-            w: request.workflow_cache[w] for w in allowed if w in request.workflow_cache
+            w: request.workflow_cache[w] for w in sorted(allowed) if w in request.workflow_cache
         },
     }
 
