@@ -110,6 +110,19 @@ class Channel(msgspec.Struct, frozen=True, kw_only=True):
 
 def channels() -> tuple[Channel, ...]:
     """The public event contract, channel by channel (rendered as AsyncAPI by the gateway)."""
+    from contracts.agents import (
+        AgentCancelRequested,
+        AgentFinished,
+        AgentNudged,
+        AgentRequested,
+        AgentStarted,
+        ContextCompressed,
+        LlmCallRecorded,
+        ModelCallFailed,
+        SubAgentDispatched,
+        ToolCallRecorded,
+        ToolCallsDispatched,
+    )
     from contracts.nodes import (
         ChildRunStarted,
         NodeAttemptFailed,
@@ -127,6 +140,7 @@ def channels() -> tuple[Channel, ...]:
         RunStarted,
     )
     from contracts.schedules import CronTicked
+    from contracts.tools import SandboxToolCancelled, SandboxToolDispatched
 
     return (
         Channel(
@@ -148,6 +162,7 @@ def channels() -> tuple[Channel, ...]:
                 RunStarted,
                 NodeDispatched,
                 NodeCompleted,
+                NodeAttemptFailed,
                 NodeRetryScheduled,
                 TimerScheduled,
                 ChildRunStarted,
@@ -160,7 +175,7 @@ def channels() -> tuple[Channel, ...]:
             address="heym.run.{run_id}.node.{invocation_id}",
             writer="executing service (agent_runtime, tool_sandbox, scheduler for child runs)",
             description=(
-                "One node invocation's own history, ending with NodeCompleted or NodeAttemptFailed."
+                "One node invocation's result: exactly one NodeCompleted or NodeAttemptFailed."
             ),
             events=(NodeCompleted, NodeAttemptFailed),
         ),
@@ -187,5 +202,41 @@ def channels() -> tuple[Channel, ...]:
             writer="NATS (scheduled messages set by the scheduler)",
             description="Durable timers firing: retry back-off and wait nodes.",
             events=(TimerFired,),
+        ),
+        Channel(
+            name="agent-invocations",
+            address="heym.agent.{run_id}.{invocation_id}",
+            writer=(
+                "agent_runtime (its steps), the scheduler (requests, cancels, sub-workflow "
+                "results), the tool sandbox and sub-agents (tool results)"
+            ),
+            description=(
+                "One agent or llm invocation's own history: its request, prompt, model turns "
+                "(and failed attempts), tool dispatches and results, compressions, cancel, "
+                "and its end. Internal to the agent runtime: may change between versions."
+            ),
+            events=(
+                AgentRequested,
+                SubAgentDispatched,
+                AgentStarted,
+                LlmCallRecorded,
+                ModelCallFailed,
+                ToolCallsDispatched,
+                ToolCallRecorded,
+                ContextCompressed,
+                AgentCancelRequested,
+                AgentNudged,
+                AgentFinished,
+            ),
+        ),
+        Channel(
+            name="work-items",
+            address="heym.work.{run_id}.{service}.{item_id}",
+            writer="agent_runtime",
+            description=(
+                "Work for a service that is not a scheduler decision: an agent's tool call for "
+                "the tool sandbox, and its cancellation. Internal: may change between versions."
+            ),
+            events=(SandboxToolDispatched, SandboxToolCancelled),
         ),
     )
