@@ -19,10 +19,11 @@ from contracts import subjects
 from contracts.agents import NodeToolDispatched
 from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
+from libs.secrets import SecretBox
 from libs.service import ServiceContext
 from libs.service.failures import fail_dispatches
 from libs.service.work import WorkConsumer, kept_alive
-from services.tool_sandbox.nodes import NodeRunner, as_dispatch
+from services.tool_sandbox.nodes import CredentialSource, NodeRunner, as_dispatch
 from services.tool_sandbox.work_items import ToolWork
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,14 @@ def register(ctx: ServiceContext) -> None:
     def get_runner() -> NodeRunner:
         nonlocal runner
         if runner is None:
-            runner = NodeRunner(ctx.event_log, get_client())
+            key = ctx.settings.secret_key
+            runner = NodeRunner(
+                ctx.event_log,
+                get_client(),
+                credentials=CredentialSource(ctx.pool, SecretBox.from_setting(key))
+                if key
+                else None,
+            )
         return runner
 
     def get_tools() -> ToolWork:

@@ -26,6 +26,7 @@ from contracts.nodes import (
 from contracts.runs import RunCompleted, RunOutputReady, RunStarted, WorkflowSnapshot
 from contracts.subjects import NO_SERVICE
 from contracts.workflows import MAX_SUB_WORKFLOW_DEPTH, NODE_TYPES
+from libs.secrets.masking import Masker
 from services.scheduler.domain.context import NodeCall, upstream_outputs
 from services.scheduler.domain.evolve import evolve
 from services.scheduler.domain.execute_node import child_inputs
@@ -196,7 +197,13 @@ class _Decider:
             and not self.s.output_ready
             and nid not in graph.error_flow
         ):
-            self.emit(RunOutputReady(node_id=nid, outputs={graph.labels[nid]: outcome.output}))
+            recorded = self.s.outputs.get(nid)  # as recorded: masked
+            elapsed = float(max(0, self.now - (self.s.started_at_ms or self.now)))
+            self.emit(
+                RunOutputReady(
+                    node_id=nid, outputs={graph.labels[nid]: recorded}, execution_time_ms=elapsed
+                )
+            )
 
     def _dispatch(self, nid: str, attempt: int) -> None:
         s = self.s
@@ -223,6 +230,7 @@ class _Decider:
             depth=s.depth,
             test_run=s.request.test_run,
             trigger_source=s.request.trigger_source,
+            globals=s.request.globals,
             **_agent_context(s, nid),
         )
         why = too_large(dispatch, self.max_bytes)
@@ -304,6 +312,7 @@ class _Decider:
     # -- failures, retries, timers ----------------------------------------------------------
     def _attempt_failed(self, nid: str, attempt: int, outcome: Outcome) -> None:
         graph = self.s.graph
+        mask = _masker(self.s)
         self.emit(
             NodeAttemptFailed(
                 invocation_id=self.new_invocation(),
@@ -311,9 +320,9 @@ class _Decider:
                 node_label=graph.labels[nid],
                 node_type=graph.types[nid],
                 attempt=attempt,
-                error=outcome.error or "failed",
+                error=mask.text(outcome.error or "failed"),
                 retryable=outcome.retryable,
-                output=outcome.output,
+                output=mask.value(outcome.output),
                 started_at_ms=self.now,
                 finished_at_ms=self.now,
             )
@@ -408,6 +417,7 @@ class _Decider:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         graph = self.s.graph
+        mask = _masker(self.s)
         self.emit(
             NodeCompleted(
                 invocation_id=invocation or self.new_invocation(),
@@ -415,8 +425,8 @@ class _Decider:
                 node_label=graph.labels[nid],
                 node_type=graph.types[nid],
                 status=status,  # type: ignore[arg-type]
-                output=output,
-                error=error,
+                output=mask.value(output),
+                error=mask.text(error) if error is not None else None,
                 attempt=attempt,
                 started_at_ms=started_at_ms if started_at_ms is not None else self.now,
                 finished_at_ms=self.now,
@@ -452,6 +462,11 @@ class _Decider:
                 finished_at_ms=self.now,
             )
         )
+
+
+def _masker(s: RunState) -> Masker:
+    """Masks the owner's credential values in everything a decision records."""
+    return Masker(s.credentials.values())
 
 
 def _agent_context(s: RunState, nid: str) -> dict[str, Any]:
