@@ -18,6 +18,7 @@ from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
 from contracts.nodes import NODE_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
+from contracts.schedules import SCHEDULE_EVENTS
 from contracts.tools import SANDBOX_TOOL_EVENTS
 
 EVENT_TYPES: tuple[type[Event], ...] = (
@@ -25,6 +26,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     *NODE_EVENTS,
     *AGENT_EVENTS,
     *SANDBOX_TOOL_EVENTS,
+    *SCHEDULE_EVENTS,
 )
 
 
@@ -137,6 +139,7 @@ def channels() -> tuple[Channel, ...]:
         RunRequested,
         RunStarted,
     )
+    from contracts.schedules import CronTicked
     from contracts.tools import SandboxToolCancelled, SandboxToolDispatched
 
     return (
@@ -175,6 +178,23 @@ def channels() -> tuple[Channel, ...]:
                 "One node invocation's result: exactly one NodeCompleted or NodeAttemptFailed."
             ),
             events=(NodeCompleted, NodeAttemptFailed),
+        ),
+        Channel(
+            name="cron-schedules",
+            address="heym.cron.schedule.{workflow_id}",
+            writer="gateway (on save), scheduler (reconciliation)",
+            description=(
+                "A cron workflow's schedule: a JetStream cron schedule message (Nats-Schedule) "
+                "whose target is heym.cron.tick.{workflow_id}."
+            ),
+            events=(CronTicked,),
+        ),
+        Channel(
+            name="cron-ticks",
+            address="heym.cron.tick.{workflow_id}",
+            writer="NATS (the schedule firing)",
+            description="One message per tick; the scheduler starts one run (trigger source cron).",
+            events=(CronTicked,),
         ),
         Channel(
             name="run-timers",

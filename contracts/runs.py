@@ -58,6 +58,9 @@ class RunRequested(Event, tag="run.requested", frozen=True):
     workflow_cache: dict[str, WorkflowSnapshot] = msgspec.field(default_factory=dict)
     timezone: str = "UTC"
     traceparent: str | None = None
+    # The owner's global variables when the run started (`$global`; a child run gets its
+    # parent's, overlaid with the parent's `$vars`). Replay reads these, never the live store.
+    globals: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class CancelRequested(Event, tag="run.cancel_requested", frozen=True):
@@ -75,6 +78,7 @@ class RunOutputReady(Event, tag="run.output_ready", frozen=True):
 
     node_id: str
     outputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    execution_time_ms: float = 0.0
 
 
 class RunCompleted(Event, tag="run.completed", frozen=True):

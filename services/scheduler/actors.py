@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from nats.aio.msg import Msg
@@ -31,6 +31,13 @@ from services.scheduler.effects import Effects
 log = logging.getLogger(__name__)
 
 MAX_CONFLICT_RETRIES = 20
+
+# `$credentials` of a run's owner (decrypted, never recorded), or {} when the run has none.
+CredentialLoader = Callable[[RunRequested], Awaitable[dict[str, str]]]
+
+
+async def no_credentials(_request: RunRequested) -> dict[str, str]:
+    return {}
 
 
 @dataclass(frozen=True)
@@ -54,8 +61,10 @@ class RunActor:
         *,
         limits: Limits,
         on_idle: Callable[[RunActor], None],
+        credentials: CredentialLoader = no_credentials,
     ) -> None:
         self.run_id = run_id
+        self._credentials = credentials
         self._log = event_log
         self._effects = effects
         self._limits = limits
@@ -164,6 +173,7 @@ class RunActor:
             # A brand-new run: its request is its first event, nothing to replay. If anything
             # was appended after it, the first decision's expected sequence catches it.
             self.state = RunState.from_request(self.run_id, first.event, first.sequence)
+            self.state.credentials = await self._credentials(first.event)
             for envelopes, _ in batch:
                 self._fold(envelopes)
             return
@@ -180,6 +190,7 @@ class RunActor:
             return
         assert isinstance(request.event, RunRequested)
         state = RunState.from_request(self.run_id, request.event, request.sequence)
+        state.credentials = await self._credentials(request.event)
         for env in envelopes:
             if env is not request:
                 evolve(state, env.event, env.sequence)
@@ -239,10 +250,17 @@ class RunActor:
 class RunRegistry:
     """The actors of the runs this scheduler instance is working on."""
 
-    def __init__(self, event_log: EventLog, effects: Effects, limits: Limits) -> None:
+    def __init__(
+        self,
+        event_log: EventLog,
+        effects: Effects,
+        limits: Limits,
+        credentials: CredentialLoader = no_credentials,
+    ) -> None:
         self._log = event_log
         self._effects = effects
         self._limits = limits
+        self._credentials = credentials
         self._actors: dict[str, RunActor] = {}
 
     def __len__(self) -> int:
@@ -257,7 +275,12 @@ class RunRegistry:
         actor = self._actors.get(run_id)
         if actor is None:
             actor = RunActor(
-                run_id, self._log, self._effects, limits=self._limits, on_idle=self._idle
+                run_id,
+                self._log,
+                self._effects,
+                limits=self._limits,
+                on_idle=self._idle,
+                credentials=self._credentials,
             )
             self._actors[run_id] = actor
         actor.enqueue(envelopes, msg)

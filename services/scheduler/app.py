@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from libs.service import ServiceContext
 from libs.service.worker import build_app
 from services.scheduler import handlers
 from services.scheduler.actors import RunRegistry
+from services.scheduler.cron import reconcile
 from services.scheduler.effects import Effects
 from services.scheduler.projection import HistoryProjector
 from services.scheduler.sweeper import Sweeper
@@ -59,4 +61,12 @@ def create_app(settings: Settings) -> tuple[FastStream, ServiceContext]:
         background("sweeper", sweeper.run(), sweeper.stop)
 
     app.after_startup(start_background)
+
+    async def reconcile_schedules() -> None:
+        try:
+            await reconcile(ctx)
+        except Exception:  # the ticks still check every schedule against its workflow
+            logging.getLogger(__name__).exception("cron schedule reconciliation failed")
+
+    app.after_startup(reconcile_schedules)
     return app, ctx

@@ -141,7 +141,8 @@ class Effects:
             nodes=snapshot.nodes,
             edges=snapshot.edges,
             inputs={"headers": {}, "query": {}, "body": started.inputs},
-            test_run=False,
+            # Test mode passes down: a test run's children write no history either.
+            test_run=request.test_run,
             trigger_source=source,
             parent=ParentLink(
                 run_id=state.run_id,
@@ -156,6 +157,8 @@ class Effects:
             workflow_cache=request.workflow_cache,
             timezone=request.timezone,
             traceparent=request.traceparent,
+            # Heym: the child's globals are the parent's merged with the parent's $vars.
+            globals={**request.globals, **state.vars},
         )
         try:
             await self._log.append(

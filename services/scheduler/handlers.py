@@ -12,17 +12,46 @@ from nats.aio.msg import Msg
 
 from contracts import subjects
 from contracts.base import Envelope
+from contracts.credentials import NODE_CREDENTIALS
+from contracts.runs import RunRequested
+from libs.secrets import SecretBox, credential_values, mentions_credentials
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer
-from services.scheduler.actors import Limits, RunRegistry
+from services.scheduler.actors import CredentialLoader, Limits, RunRegistry
+from services.scheduler.credentials import CredentialBroker
+from services.scheduler.cron import CronStarter
 from services.scheduler.effects import Effects
 
 MAX_DELIVER = 5
 
 
+def _credential_loader(ctx: ServiceContext) -> CredentialLoader:
+    """Decrypts a run owner's credentials when the run's workflow mentions `$credentials`."""
+    key = ctx.settings.secret_key
+    box = SecretBox.from_setting(key) if key else None
+
+    async def load(request: RunRequested) -> dict[str, str]:
+        if box is None or not mentions_credentials(request.nodes):
+            return {}
+        return await credential_values(ctx.pool, box, request.owner_id)
+
+    return load
+
+
 def register(ctx: ServiceContext) -> Callable[[], RunRegistry]:
     """Add the scheduler's consumer; returns how to reach its run registry (the sweeper's)."""
     registry: RunRegistry | None = None
+    broker: CredentialBroker | None = None
+
+    async def node_credentials(msg: Msg) -> None:
+        nonlocal broker
+        if broker is None:
+            key = ctx.settings.secret_key
+            box = SecretBox.from_setting(key) if key else None
+            broker = CredentialBroker(ctx.event_log, ctx.pool, box)
+        await broker.handle(msg)
+
+    ctx.add_responder(NODE_CREDENTIALS, node_credentials)
 
     def get_registry() -> RunRegistry:
         nonlocal registry
@@ -32,7 +61,12 @@ def register(ctx: ServiceContext) -> Callable[[], RunRegistry]:
                 max_deliver=MAX_DELIVER,
                 backoff_s=ctx.settings.redelivery_backoff_s,
             )
-            registry = RunRegistry(ctx.event_log, Effects(ctx.nc, ctx.event_log), limits)
+            registry = RunRegistry(
+                ctx.event_log,
+                Effects(ctx.nc, ctx.event_log),
+                limits,
+                _credential_loader(ctx),
+            )
         return registry
 
     async def on_event(envelopes: list[Envelope], msg: Msg) -> None:
@@ -60,6 +94,16 @@ def register(ctx: ServiceContext) -> Callable[[], RunRegistry]:
             ack_wait_s=120.0,
             max_ack_pending=50_000,
             on_poison=poisoned,
+        )
+    )
+    ctx.add_consumer(
+        WorkConsumer(
+            service=ctx.service,
+            purpose="cron",
+            subject=subjects.ALL_CRON_TICKS,
+            handle=CronStarter(ctx).on_tick,
+            ack_wait_s=30.0,
+            max_deliver=20,
         )
     )
     return get_registry

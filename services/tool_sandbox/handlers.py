@@ -30,7 +30,7 @@ from contracts.tools import MCP_LIST_SUBJECT, TOOL_CANCEL_BROADCAST, McpListRequ
 from libs.service import ServiceContext
 from libs.service.failures import fail_dispatches
 from libs.service.work import WorkConsumer, kept_alive, redelivery_delay
-from services.tool_sandbox.nodes import NodeRunner, as_dispatch
+from services.tool_sandbox.nodes import CredentialSource, NodeRunner, as_dispatch
 from services.tool_sandbox.runtime import SandboxRuntime
 from services.tool_sandbox.work_items import ToolCalls
 
@@ -55,7 +55,7 @@ def register(ctx: ServiceContext) -> None:
     def node_runner() -> NodeRunner:
         nonlocal nodes
         if nodes is None:
-            nodes = NodeRunner(ctx.event_log, runtime.http)
+            nodes = NodeRunner(ctx.event_log, runtime.http, credentials=CredentialSource(ctx.nc))
         return nodes
 
     def tool_calls() -> ToolCalls:

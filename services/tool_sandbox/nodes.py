@@ -7,13 +7,18 @@ import time
 from datetime import UTC, datetime
 
 import httpx
+import msgspec
+import nats.errors
+from nats.aio.client import Client as NATS
 
 from contracts import subjects
 from contracts.agents import NodeToolDispatched
 from contracts.base import Envelope, Event
+from contracts.credentials import NODE_CREDENTIALS, NodeCredentialsReply, NodeCredentialsRequest
 from contracts.nodes import NodeAttemptFailed, NodeCompleted, NodeDispatched
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import ExpressionError, build_context
+from libs.secrets import Masker, mentions_credentials
 from services.tool_sandbox.http_node import HttpNodeError, execute_http
 
 log = logging.getLogger(__name__)
@@ -42,10 +47,48 @@ def as_dispatch(ev: NodeDispatched | NodeToolDispatched) -> NodeDispatched:
     )
 
 
+class CredentialError(RuntimeError):
+    """The node's `$credentials` could not be had (the node fails with this, never a secret)."""
+
+
+class CredentialSource:
+    """`$credentials` for the node being run, asked of the scheduler (the sandbox holds no
+    database URL and no secret key) and never recorded: the node's output and error are
+    masked with them."""
+
+    def __init__(self, nc: NATS, timeout_s: float = 5.0) -> None:
+        self._nc = nc
+        self._timeout = timeout_s
+
+    async def for_node(self, run_id: str, ev: NodeDispatched) -> dict[str, str]:
+        if not ev.owner_id or not mentions_credentials([ev.node]):
+            return {}
+        request = NodeCredentialsRequest(run_id=run_id, invocation_id=ev.invocation_id)
+        try:
+            msg = await self._nc.request(
+                NODE_CREDENTIALS, msgspec.json.encode(request), timeout=self._timeout
+            )
+        except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as exc:
+            raise CredentialError(
+                f"the scheduler did not answer for $credentials ({exc!r})"
+            ) from None
+        reply = msgspec.json.decode(msg.data, type=NodeCredentialsReply)
+        if reply.error is not None:
+            raise CredentialError(f"$credentials: {reply.error}")
+        return reply.values
+
+
 class NodeRunner:
-    def __init__(self, event_log: EventLog, client: httpx.AsyncClient) -> None:
+    def __init__(
+        self,
+        event_log: EventLog,
+        client: httpx.AsyncClient,
+        *,
+        credentials: CredentialSource | None = None,
+    ) -> None:
         self._log = event_log
         self._client = client
+        self._credentials = credentials
 
     async def run(self, env: Envelope, ev: NodeDispatched, *, redelivered: bool) -> None:
         subject = subjects.node(env.run_id, ev.invocation_id)
@@ -54,12 +97,18 @@ class NodeRunner:
         started = _now_ms()
         result: Event
         try:
-            output = await self._execute(env, ev)
+            secrets = await self._credentials.for_node(env.run_id, ev) if self._credentials else {}
+        except CredentialError as exc:
+            await self._record(env, subject, self._failed(ev, str(exc), started), ev)
+            return
+        mask = Masker(secrets.values())
+        try:
+            output = mask.value(await self._execute(env, ev, secrets))
         except (HttpNodeError, ExpressionError, ValueError) as exc:
-            result = self._failed(ev, str(exc), started)
+            result = self._failed(ev, mask.text(str(exc)), started)
         except Exception as exc:  # a bug here must fail the node, not the service
             log.exception("node %s (%s) crashed", ev.node_label, ev.node_type)
-            result = self._failed(ev, f"{type(exc).__name__}: {exc}", started)
+            result = self._failed(ev, mask.text(f"{type(exc).__name__}: {exc}"), started)
         else:
             result = NodeCompleted(
                 invocation_id=ev.invocation_id,
@@ -99,11 +148,13 @@ class NodeRunner:
         except ConcurrencyConflict:
             log.info("result of %s/%s was already recorded", env.run_id, ev.invocation_id)
 
-    async def _execute(self, env: Envelope, ev: NodeDispatched) -> object:
+    async def _execute(self, env: Envelope, ev: NodeDispatched, secrets: dict[str, str]) -> object:
         ctx = build_context(
             ev.inputs,
             ev.upstream,
             vars=ev.vars,
+            global_vars=ev.globals,
+            credentials=secrets,
             now=datetime.fromtimestamp(ev.dispatched_at_ms / 1000, UTC),
             timezone=ev.timezone or "UTC",
         )

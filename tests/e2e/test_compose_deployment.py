@@ -125,7 +125,6 @@ async def target() -> AsyncIterator[HttpTarget]:
 
 
 async def test_services_started_as_compose_describes_run_a_workflow(
-    nats_url: str,
     pg_admin_url: str,
     pg_template: str,
     tmp_path: Path,
@@ -140,6 +139,22 @@ async def test_services_started_as_compose_describes_run_a_workflow(
     assert sorted(services) == ["agent_runtime", "gateway", "review", "scheduler", "tool_sandbox"]
     port = free_port()
     deployment = Deployment(compose, {"HEYM_SECRET_KEY": generate_key()}, tmp_path)
+    # A NATS server of its own: a deployment's durable consumers must not share the e2e
+    # system's (same names, same stream) or the two would take each other's work.
+    with infra.nats_server(tmp_path / "nats") as nats_url:
+        await _run(deployment, compose, services, port, nats_url, pg_admin_url, pg_template, target)
+
+
+async def _run(
+    deployment: Deployment,
+    compose: dict[str, Any],
+    services: list[str],
+    port: int,
+    nats_url: str,
+    pg_admin_url: str,
+    pg_template: str,
+    target: HttpTarget,
+) -> None:
     async with infra.fresh_database(pg_admin_url, pg_template) as database_url:
         envs = {name: deployment.environment(name, nats_url, database_url) for name in services}
         envs["gateway"]["HEYM_HTTP_PORT"] = str(port)  # the container's 8000, on a free port
@@ -201,7 +216,7 @@ async def test_services_started_as_compose_describes_run_a_workflow(
             sandbox = _environ(deployment.procs["tool_sandbox"].pid)
             assert "HEYM_DATABASE_URL" not in sandbox
             assert "HEYM_SECRET_KEY" not in sandbox
-            assert "HEYM_SECRET_KEY" not in _environ(deployment.procs["scheduler"].pid)
+            assert "HEYM_SECRET_KEY" not in _environ(deployment.procs["review"].pid)
             assert "HEYM_SECRET_KEY" in _environ(deployment.procs["gateway"].pid)
         finally:
             await deployment.stop()

@@ -8,8 +8,6 @@ as it is emitted, so the decision sees its own consequences.
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,17 +21,23 @@ from contracts.nodes import (
     NodeRetryScheduled,
     TimerScheduled,
 )
-from contracts.runs import RunCompleted, RunOutputReady, RunStarted, WorkflowSnapshot
+from contracts.runs import RunCompleted, RunOutputReady, RunStarted
 from contracts.subjects import NO_SERVICE
 from contracts.workflows import MAX_SUB_WORKFLOW_DEPTH, NODE_TYPES
 from services.scheduler.domain.context import NodeCall, upstream_outputs
+from services.scheduler.domain.dispatching import (
+    agent_context,
+    child_run_id,
+    idempotency_key,
+    masker,
+    number,
+    seconds,
+)
 from services.scheduler.domain.evolve import evolve
 from services.scheduler.domain.execute_node import child_inputs
 from services.scheduler.domain.nodes import PURE_NODES, Outcome
 from services.scheduler.domain.outputs import final_outputs
 from services.scheduler.domain.state import SUCCESS, WAITING, RunState
-
-_CHILD_NS = uuid.UUID("5b0b6c9e-3c1e-4d55-9d1a-7a4f3e2b1c0d")
 
 
 @dataclass
@@ -60,15 +64,6 @@ def decide(
     decider = _Decider(state, now_ms, max_event_bytes)
     decider.run()
     return decider.decision()
-
-
-def child_run_id(run_id: str, invocation_id: str) -> str:
-    return uuid.uuid5(_CHILD_NS, f"{run_id}:{invocation_id}").hex
-
-
-def idempotency_key(run_id: str, node_id: str, invocation_id: str, attempt: int) -> str:
-    raw = f"{run_id}:{node_id}:{invocation_id}:{attempt}".encode()
-    return hashlib.sha256(raw).hexdigest()[:32]
 
 
 class _Decider:
@@ -196,7 +191,13 @@ class _Decider:
             and not self.s.output_ready
             and nid not in graph.error_flow
         ):
-            self.emit(RunOutputReady(node_id=nid, outputs={graph.labels[nid]: outcome.output}))
+            recorded = self.s.outputs.get(nid)  # as recorded: masked
+            elapsed = float(max(0, self.now - (self.s.started_at_ms or self.now)))
+            self.emit(
+                RunOutputReady(
+                    node_id=nid, outputs={graph.labels[nid]: recorded}, execution_time_ms=elapsed
+                )
+            )
 
     def _dispatch(self, nid: str, attempt: int) -> None:
         s = self.s
@@ -223,7 +224,8 @@ class _Decider:
             depth=s.depth,
             test_run=s.request.test_run,
             trigger_source=s.request.trigger_source,
-            **_agent_context(s, nid),
+            globals=s.request.globals,
+            **agent_context(s, nid),
         )
         why = too_large(dispatch, self.max_bytes)
         if why is not None:
@@ -304,6 +306,7 @@ class _Decider:
     # -- failures, retries, timers ----------------------------------------------------------
     def _attempt_failed(self, nid: str, attempt: int, outcome: Outcome) -> None:
         graph = self.s.graph
+        mask = masker(self.s)
         self.emit(
             NodeAttemptFailed(
                 invocation_id=self.new_invocation(),
@@ -311,9 +314,9 @@ class _Decider:
                 node_label=graph.labels[nid],
                 node_type=graph.types[nid],
                 attempt=attempt,
-                error=outcome.error or "failed",
+                error=mask.text(outcome.error or "failed"),
                 retryable=outcome.retryable,
-                output=outcome.output,
+                output=mask.value(outcome.output),
                 started_at_ms=self.now,
                 finished_at_ms=self.now,
             )
@@ -324,9 +327,11 @@ class _Decider:
         progressed = False
         for nid, failure in list(s.failures.items()):
             data = s.graph.data[nid]
-            max_attempts = _int(data.get("retryMaxAttempts"), 3) if data.get("retryEnabled") else 1
+            max_attempts = (
+                number(data.get("retryMaxAttempts"), 3) if data.get("retryEnabled") else 1
+            )
             if failure.retryable and failure.attempt < max_attempts and not s.cancel_requested:
-                wait_s = max(0.0, _float(data.get("retryWaitSeconds"), 5.0))
+                wait_s = max(0.0, seconds(data.get("retryWaitSeconds"), 5.0))
                 timer_id = f"retry-{failure.invocation_id}"
                 self.emit(
                     NodeRetryScheduled(
@@ -408,6 +413,7 @@ class _Decider:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         graph = self.s.graph
+        mask = masker(self.s)
         self.emit(
             NodeCompleted(
                 invocation_id=invocation or self.new_invocation(),
@@ -415,8 +421,8 @@ class _Decider:
                 node_label=graph.labels[nid],
                 node_type=graph.types[nid],
                 status=status,  # type: ignore[arg-type]
-                output=output,
-                error=error,
+                output=mask.value(output),
+                error=mask.text(error) if error is not None else None,
                 attempt=attempt,
                 started_at_ms=started_at_ms if started_at_ms is not None else self.now,
                 finished_at_ms=self.now,
@@ -452,46 +458,6 @@ class _Decider:
                 finished_at_ms=self.now,
             )
         )
-
-
-def _agent_context(s: RunState, nid: str) -> dict[str, Any]:
-    """What an agent needs beyond its node: the workflow and the sub-workflows it may call."""
-    if s.graph.types[nid] != "agent":
-        return {}
-    request = s.request
-    # Every agent of the workflow may run as this one's sub-agent, and each gets the
-    # sub-workflows its own node lists: pass the snapshots of all of them.
-    allowed = {
-        str(w)
-        for n, t in s.graph.types.items()
-        if t == "agent"
-        for w in (s.graph.data[n].get("subWorkflowIds") or [])
-    }
-    return {
-        "workflow": WorkflowSnapshot(
-            id=request.workflow_id,
-            name=request.workflow_name,
-            nodes=request.nodes,
-            edges=request.edges,
-        ),
-        "sub_workflows": {
-            w: request.workflow_cache[w] for w in sorted(allowed) if w in request.workflow_cache
-        },
-    }
-
-
-def _int(value: Any, default: int) -> int:
-    try:
-        return max(1, int(value))
-    except (TypeError, ValueError):
-        return default
-
-
-def _float(value: Any, default: float) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return default
 
 
 __all__ = ["SUCCESS", "Decision", "child_run_id", "decide", "idempotency_key"]
