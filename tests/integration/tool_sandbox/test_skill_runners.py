@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import shutil
+import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,17 +59,28 @@ def script(dependency: str) -> str:
     )
 
 
+@pytest.fixture
+def wheels() -> Iterator[Path]:
+    # Not under /tmp: bubblewrap gives the sandbox a private /tmp, and uv (inside) reads the
+    # wheel's path again.
+    root = Path("/var/tmp") if Path("/var/tmp").is_dir() else None
+    path = Path(tempfile.mkdtemp(prefix="heym-wheels-", dir=root))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 async def test_a_skill_with_inline_dependencies_runs_with_uv(
-    skills: SkillRunner, sandbox_dir: Path
+    skills: SkillRunner, wheels: Path
 ) -> None:
-    wheels = sandbox_dir / "wheels"
-    wheels.mkdir(exist_ok=True, mode=0o755)
     path = wheel(wheels)
     code = script(f"heymdep @ file://{path}")
     out = await skills.run(skill(code), {}, timeout_s=60, slot=3, publish=no_files)
     assert out.status == "success", out
+    assert out.extra["runner"] == "uv", out.extra
     assert out.result == {"value": "from the wheel"}
-    assert out.extra["runner"] == "uv"
 
 
 async def test_unresolvable_dependencies_fall_back_to_the_sandbox_interpreter(
