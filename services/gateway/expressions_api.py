@@ -12,7 +12,13 @@ from litestar.di import Provide
 from litestar.exceptions import ClientException
 
 from libs.accounts import AccountUser
-from libs.expressions import MAX_EXPRESSION_LENGTH, ExpressionError, build_context, resolve_value
+from libs.expressions import (
+    MAX_EXPRESSION_LENGTH,
+    ExpressionError,
+    build_context,
+    evaluate_off_loop,
+    resolve_value,
+)
 from libs.workflow import Graph
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object
@@ -108,7 +114,7 @@ class ExpressionController(Controller):
             expression = "$" + expression
         ctx = build_context(direct, upstream)
         try:
-            value = resolve_value(expression, ctx)
+            value = await evaluate_off_loop(resolve_value, expression, ctx)
         except ExpressionError as exc:
             return {
                 "result": None,

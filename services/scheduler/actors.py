@@ -21,6 +21,7 @@ from contracts import subjects
 from contracts.base import Envelope
 from contracts.runs import RunRequested
 from libs.eventlog import ConcurrencyConflict, EventLog
+from libs.expressions import evaluate_off_loop
 from services.scheduler.domain import RunState, decide, evolve
 from services.scheduler.effects import Effects
 
@@ -142,7 +143,8 @@ class RunActor:
             state = self.state
             assert state is not None
             work = state.copy()
-            decision = decide(work, now_ms())
+            # Deciding evaluates pure nodes' expressions: off the loop that serves other runs.
+            decision = await evaluate_off_loop(decide, work, now_ms())
             if not decision.batches:
                 return
             expected = state.last_seq
