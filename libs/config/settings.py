@@ -32,6 +32,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     execute_timeout_s: float = 300.0
     # How long one model request may take (Heym: 60 s).
     model_timeout_s: float = 60.0
+    # An `http` node's request without `-m` (Heym: 300 s), and the largest response body.
+    http_timeout_s: float = 30.0
+    http_max_response_bytes: int = 2 * 1024 * 1024
     # Event log limits.
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
@@ -103,6 +106,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         shutdown_grace_s=_float(env, "HEYM_SHUTDOWN_GRACE_S", 10.0),
         execute_timeout_s=_float(env, "HEYM_EXECUTE_TIMEOUT_S", 300.0),
         model_timeout_s=_float(env, "HEYM_MODEL_TIMEOUT_S", 60.0),
+        http_timeout_s=_float(env, "HEYM_HTTP_TIMEOUT_S", 30.0),
+        http_max_response_bytes=_int(
+            env, "HEYM_HTTP_MAX_RESPONSE_BYTES", 2 * 1024 * 1024, lo=1024, hi=64 * 1024 * 1024
+        ),
         max_message_bytes=_int(
             env, "HEYM_MAX_MESSAGE_BYTES", 8 * 1024 * 1024, lo=64 * 1024, hi=64 * 1024 * 1024
         ),

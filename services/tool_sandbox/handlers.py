@@ -38,7 +38,12 @@ def register(ctx: ServiceContext) -> None:
         if runner is None:
             client = httpx.AsyncClient(limits=httpx.Limits(max_connections=100))
             ctx.on_close(client.aclose)
-            runner = NodeRunner(ctx.event_log, client)
+            runner = NodeRunner(
+                ctx.event_log,
+                client,
+                http_timeout_s=ctx.settings.http_timeout_s,
+                http_max_response_bytes=ctx.settings.http_max_response_bytes,
+            )
         return runner
 
     async def on_work(envelopes: list[Envelope], msg: Msg) -> None:

@@ -14,7 +14,12 @@ from contracts.base import Envelope, Event
 from contracts.nodes import NodeAttemptFailed, NodeCompleted, NodeDispatched
 from libs.eventlog import ConcurrencyConflict, EventLog
 from libs.expressions import ExpressionError, build_context
-from services.tool_sandbox.http_node import HttpNodeError, execute_http
+from services.tool_sandbox.http_node import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT_S,
+    HttpNodeError,
+    execute_http,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +48,18 @@ def as_dispatch(ev: NodeDispatched | NodeToolDispatched) -> NodeDispatched:
 
 
 class NodeRunner:
-    def __init__(self, event_log: EventLog, client: httpx.AsyncClient) -> None:
+    def __init__(
+        self,
+        event_log: EventLog,
+        client: httpx.AsyncClient,
+        *,
+        http_timeout_s: float = DEFAULT_TIMEOUT_S,
+        http_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
         self._log = event_log
         self._client = client
+        self._http_timeout_s = http_timeout_s
+        self._http_max_response_bytes = http_max_response_bytes
 
     async def run(self, env: Envelope, ev: NodeDispatched, *, redelivered: bool) -> None:
         subject = subjects.node(env.run_id, ev.invocation_id)
@@ -102,6 +116,8 @@ class NodeRunner:
                 client=self._client,
                 idempotency_key=ev.idempotency_key,
                 traceparent=env.traceparent,
+                default_timeout_s=self._http_timeout_s,
+                max_response_bytes=self._http_max_response_bytes,
             )
         raise ValueError(f"the tool sandbox cannot run {ev.node_type!r} nodes")
 
