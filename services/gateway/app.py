@@ -11,12 +11,14 @@ import uvicorn
 from litestar import Litestar, Request, Response
 from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from libs.config import Settings
 from libs.eventlog import EventLogError
 from libs.secrets import SecretBox
 from libs.service import ServiceContext
 from services.gateway.credentials import CredentialController
+from services.gateway.errors import RequestGuard, internal_error
 from services.gateway.event_docs import EventDocsController
 from services.gateway.execute import ExecuteController
 from services.gateway.expressions_api import ExpressionController
@@ -70,7 +72,11 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
         request_max_body_size=MAX_BODY_BYTES,
-        exception_handlers={EventLogError: _event_log_unavailable},
+        middleware=[RequestGuard()],
+        exception_handlers={
+            EventLogError: _event_log_unavailable,
+            HTTP_500_INTERNAL_SERVER_ERROR: internal_error,
+        },
     )
 
 

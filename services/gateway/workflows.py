@@ -7,13 +7,13 @@ from typing import Any
 from litestar import Controller, Request, delete, get, post, put
 from litestar.datastructures import State
 from litestar.di import Provide
-from litestar.exceptions import HTTPException, NotFoundException, PermissionDeniedException
+from litestar.exceptions import HTTPException, NotFoundException
 
 from libs.accounts import AccountUser
 from libs.workflow import validate_workflow
 from services.gateway import store
 from services.gateway.auth import required_user
-from services.gateway.bodies import json_object
+from services.gateway.bodies import json_object, refuse_nul
 
 _AUTH_TYPES = ("anonymous", "jwt", "header_auth")
 _READ_ONLY = {"id", "owner_id", "created_at", "updated_at", "version"}
@@ -52,6 +52,7 @@ def workflow_json(row: store.WorkflowRow) -> dict[str, Any]:
 
 def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None) -> dict[str, Any]:
     """Merge a request body over the stored workflow (PUT may send only some fields)."""
+    refuse_nul(body, "a workflow")
     current: dict[str, Any] = workflow_json(base) if base else {}
     fields = {
         "name": body.get("name", current.get("name")),
@@ -104,12 +105,15 @@ def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None)
 async def owned(
     request: Request[Any, Any, State], workflow_id: str, user: AccountUser
 ) -> store.WorkflowRow:
+    """The user's workflow; another user's answers 404 exactly like an unknown id."""
     row = await store.get_workflow(request.app.state.ctx.pool, workflow_id)
-    if row is None:
-        raise NotFoundException(detail=f"workflow {workflow_id} not found")
-    if row.owner_id != user.id:
-        raise PermissionDeniedException(detail="this workflow belongs to another user")
+    if row is None or row.owner_id != user.id:
+        raise not_found(workflow_id)
     return row
+
+
+def not_found(workflow_id: str) -> NotFoundException:
+    return NotFoundException(detail=f"workflow {workflow_id} not found")
 
 
 class WorkflowController(Controller):
