@@ -1,4 +1,4 @@
-"""Secrets at rest: AES-256-GCM `SecretBox`, its key file, and stored model credentials."""
+"""Secrets: AES-256-GCM `SecretBox`, its key file, stored model credentials, and masking."""
 
 from libs.secrets.box import (
     DecryptError,
@@ -17,6 +17,13 @@ from libs.secrets.credentials import (
     key_hint,
     load_credential,
 )
+from libs.secrets.masking import (
+    install_log_masking,
+    mask_known,
+    mask_secrets,
+    mask_value,
+    remember,
+)
 
 __all__ = [
     "CREDENTIAL_TYPES",
@@ -29,7 +36,12 @@ __all__ = [
     "client_base_url",
     "credential_aad",
     "generate_key",
+    "install_log_masking",
     "key_hint",
     "load_credential",
     "load_or_create_key",
+    "mask_known",
+    "mask_secrets",
+    "mask_value",
+    "remember",
 ]
