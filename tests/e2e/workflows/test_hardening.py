@@ -131,6 +131,15 @@ async def test_another_users_workflow_is_not_found(system: System) -> None:
             assert len({a.json()["detail"].replace(target, "ID") for a in answers[:1]}) == 1
 
 
+def _chain(count: int) -> dict[str, Any]:
+    nodes = [n("in", "textInput", "start")]
+    edges = []
+    for i in range(count - 1):
+        nodes.append(n(f"n{i}", "set", f"s{i}", mappings=[]))
+        edges.append({"id": f"e{i}", "source": f"n{i - 1}" if i else "in", "target": f"n{i}"})
+    return {"name": "huge", "nodes": nodes, "edges": edges}
+
+
 def _deep(levels: int) -> bytes:
     return b'{"a":' * levels + b"1" + b"}" * levels
 
@@ -159,6 +168,8 @@ BAD_INPUTS: list[tuple[str, str, str, dict[str, Any]]] = [
     ("NUL in a path parameter", "GET", "/api/workflows/history/all/a%00b", {}),
     ("huge offset", "GET", "/api/workflows/history/all?offset=99999999999999999999", {}),
     ("huge trace offset", "GET", "/api/traces?offset=99999999999999999999", {}),
+    # Item 8: validation held every node's ancestors (570 MB, 4-6 s); now a documented limit.
+    ("5,000-node workflow", "POST", "/api/workflows", {"json": _chain(5_000)}),
 ]
 
 
