@@ -25,6 +25,7 @@ from services.gateway.expressions_api import ExpressionController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
 from services.gateway.traces import TraceController
+from services.gateway.users import UserController
 from services.gateway.workflows import WorkflowController
 
 SERVICE = "gateway"
@@ -68,6 +69,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             HistoryController,
             ExpressionController,
             TraceController,
+            UserController,
         ],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
