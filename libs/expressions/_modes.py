@@ -15,7 +15,7 @@ from libs.expressions._classify import (
 )
 from libs.expressions._context import ExpressionContext
 from libs.expressions._evaluator import Session
-from libs.expressions._plain import stringify, to_json, to_plain
+from libs.expressions._plain import storable, stringify, to_json, to_plain
 from libs.expressions._scanner import find_spans
 from libs.expressions.errors import ExpressionError, check_length
 
@@ -88,7 +88,7 @@ def render_template(
             parts.append(shown)
             last = span.end
         parts.append(text[last:])
-        return "".join(parts)
+        return storable("".join(parts))
 
 
 def evaluate_condition(text: str, ctx: ExpressionContext) -> bool:

@@ -15,7 +15,7 @@ from libs.expressions.errors import ExpressionError
 _SURROGATES = range(0xD800, 0xE000)
 
 
-def _storable(text: str) -> str:
+def storable(text: str) -> str:
     """``text`` with lone surrogates (which no JSON encoder or database accepts) replaced."""
     if text.isascii():  # O(1) in CPython
         return text
@@ -39,11 +39,11 @@ def to_plain(value: Any) -> Any:
     if value is None or kind is int or kind is bool:
         return value
     if kind is str:
-        return _storable(value)
+        return storable(value)
     if kind is float:
         return value if math.isfinite(value) else None
     if isinstance(value, str):
-        return _storable(str(value))
+        return storable(str(value))
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):

@@ -16,6 +16,7 @@ from libs.secrets import CREDENTIAL_TYPES, SecretBox
 from services.gateway import credential_store as store
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object, refuse_nul
+from services.gateway.openapi import CREDENTIAL, with_body
 
 MAX_NAME = 200
 MAX_API_KEY = 4096
@@ -165,7 +166,12 @@ class CredentialController(Controller):
     tags = ["credentials"]
     dependencies = {"user": Provide(required_user)}
 
-    @post("", summary="Store a model credential (the key is encrypted)", status_code=201)
+    @post(
+        "",
+        summary="Store a model credential (the key is encrypted)",
+        status_code=201,
+        operation_class=with_body(CREDENTIAL),
+    )
     async def create(self, request: Request[Any, Any, State], user: AccountUser) -> dict[str, Any]:
         fields = new_fields(await json_object(request))
         assert fields.api_key is not None  # new_fields rejects a missing key
@@ -199,7 +205,11 @@ class CredentialController(Controller):
             raise _not_found(credential_id)
         return credential_json(row)
 
-    @put("/{credential_id:str}", summary="Rename, change the base URL, or replace the key")
+    @put(
+        "/{credential_id:str}",
+        summary="Rename, change the base URL (with the key), or replace the key",
+        operation_class=with_body(CREDENTIAL),
+    )
     async def update(
         self, request: Request[Any, Any, State], credential_id: str, user: AccountUser
     ) -> dict[str, Any]:

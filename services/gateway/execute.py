@@ -23,6 +23,7 @@ from libs.results import sse_frames, strip_private
 from services.gateway import store
 from services.gateway.auth import optional_user, required_user
 from services.gateway.bodies import json_body
+from services.gateway.openapi import EXECUTE, with_body
 from services.gateway.runs import (
     new_run_request,
     request_cancel,
@@ -148,6 +149,7 @@ class ExecuteController(Controller):
         "/execute",
         summary="Run a workflow and answer with its outputs",
         dependencies={"user": Provide(optional_user)},
+        operation_class=with_body(EXECUTE, required=False),
     )
     async def execute(
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None
@@ -207,6 +209,7 @@ class ExecuteController(Controller):
         summary="Run a workflow as a Server-Sent Events stream",
         status_code=200,
         dependencies={"user": Provide(optional_user)},
+        operation_class=with_body(EXECUTE, required=False),
     )
     async def stream(
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None

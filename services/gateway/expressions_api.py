@@ -22,6 +22,7 @@ from libs.expressions import (
 from libs.workflow import Graph
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object
+from services.gateway.openapi import EVALUATE, with_body
 from services.gateway.workflows import owned
 
 _BARE_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[\w]+|\[[^\]]+\])+$")
@@ -62,7 +63,12 @@ class ExpressionController(Controller):
     tags = ["expressions"]
     dependencies = {"user": Provide(required_user)}
 
-    @post("/evaluate", summary="Evaluate an expression in a node's context", status_code=200)
+    @post(
+        "/evaluate",
+        summary="Evaluate an expression in a node's context",
+        status_code=200,
+        operation_class=with_body(EVALUATE),
+    )
     async def evaluate(
         self, request: Request[Any, Any, State], user: AccountUser
     ) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from libs.workflow import validate_workflow
 from services.gateway import store
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object, refuse_nul
+from services.gateway.openapi import WORKFLOW, with_body
 
 _AUTH_TYPES = ("anonymous", "jwt", "header_auth")
 _READ_ONLY = {"id", "owner_id", "created_at", "updated_at", "version"}
@@ -121,7 +122,7 @@ class WorkflowController(Controller):
     tags = ["workflows"]
     dependencies = {"user": Provide(required_user)}
 
-    @post("", summary="Create a workflow", status_code=201)
+    @post("", summary="Create a workflow", status_code=201, operation_class=with_body(WORKFLOW))
     async def create(self, request: Request[Any, Any, State], user: AccountUser) -> dict[str, Any]:
         fields = workflow_fields(await json_object(request))
         async with request.app.state.ctx.pool.acquire() as conn, conn.transaction():
@@ -152,7 +153,11 @@ class WorkflowController(Controller):
     ) -> dict[str, Any]:
         return workflow_json(await owned(request, workflow_id, user))
 
-    @put("/{workflow_id:str}", summary="Update a workflow (records a new version)")
+    @put(
+        "/{workflow_id:str}",
+        summary="Update a workflow (records a new version)",
+        operation_class=with_body(WORKFLOW),
+    )
     async def update(
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser
     ) -> dict[str, Any]:
