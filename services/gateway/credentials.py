@@ -16,7 +16,7 @@ from libs.secrets import CREDENTIAL_TYPES, SecretBox
 from services.gateway import credential_store as store
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object, refuse_nul
-from services.gateway.openapi import CREDENTIAL, with_body
+from services.gateway.openapi import CREDENTIAL, CREDENTIAL_LINKS, with_body
 
 MAX_NAME = 200
 MAX_API_KEY = 4096
@@ -170,7 +170,7 @@ class CredentialController(Controller):
         "",
         summary="Store a model credential (the key is encrypted)",
         status_code=201,
-        operation_class=with_body(CREDENTIAL),
+        operation_class=with_body(CREDENTIAL, created=CREDENTIAL_LINKS),
     )
     async def create(self, request: Request[Any, Any, State], user: AccountUser) -> dict[str, Any]:
         fields = new_fields(await json_object(request))

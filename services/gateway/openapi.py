@@ -104,8 +104,23 @@ NEW_KEY: dict[str, Any] = {
 }
 
 
-def with_body(schema: dict[str, Any], *, required: bool = True) -> type[Operation]:
-    """An `operation_class` that documents a JSON request body with ``schema``."""
+def links(path: str, methods: tuple[str, ...], **parameters: str) -> dict[str, Any]:
+    """OpenAPI links from a 201 answer to the operations on the resource it created."""
+    pointer = path.replace("~", "~0").replace("/", "~1")
+    return {
+        f"{method.capitalize()}{path.rsplit('/', 1)[-1].strip('{}').title().replace('_', '')}": {
+            "operationRef": f"#/paths/{pointer}/{method}",
+            "parameters": {name: f"$response.body#/{field}" for name, field in parameters.items()},
+        }
+        for method in methods
+    }
+
+
+def with_body(
+    schema: dict[str, Any], *, required: bool = True, created: dict[str, Any] | None = None
+) -> type[Operation]:
+    """An `operation_class` that documents a JSON request body with ``schema`` and, with
+    ``created``, the links from its 201 answer (clients and stateful fuzzing follow them)."""
 
     class WithJsonBody(Operation):
         def to_schema(self) -> dict[str, Any]:
@@ -114,6 +129,23 @@ def with_body(schema: dict[str, Any], *, required: bool = True) -> type[Operatio
                 "required": required,
                 "content": {"application/json": {"schema": schema}},
             }
+            if created and "201" in out.get("responses", {}):
+                out["responses"]["201"]["links"] = created
             return out
 
     return WithJsonBody
+
+
+WORKFLOW_LINKS = {
+    **links("/api/workflows/{workflow_id}", ("get", "put", "delete"), workflow_id="id"),
+    **links("/api/workflows/{workflow_id}/versions", ("get",), workflow_id="id"),
+    **links("/api/workflows/{workflow_id}/history", ("get",), workflow_id="id"),
+    **links("/api/workflows/{workflow_id}/execute", ("post",), workflow_id="id"),
+}
+CREDENTIAL_LINKS = links(
+    "/api/credentials/{credential_id}", ("get", "put", "delete"), credential_id="id"
+)
+USER_LINKS = links("/api/users/{user_id}/api-keys", ("get", "post"), user_id="id")
+KEY_LINKS = links(
+    "/api/users/{user_id}/api-keys/{key_id}", ("delete",), user_id="user_id", key_id="id"
+)

@@ -20,7 +20,7 @@ from libs import accounts
 from libs.accounts import AccountUser
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object, refuse_nul
-from services.gateway.openapi import NEW_KEY, NEW_USER, with_body
+from services.gateway.openapi import KEY_LINKS, NEW_KEY, NEW_USER, USER_LINKS, with_body
 
 MAX_NAME = 200
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,255}")
@@ -78,7 +78,7 @@ class UserController(Controller):
         "",
         summary="Create a user (administrators)",
         status_code=201,
-        operation_class=with_body(NEW_USER),
+        operation_class=with_body(NEW_USER, created=USER_LINKS),
     )
     async def create(self, request: Request[Any, Any, State], admin: AccountUser) -> dict[str, Any]:
         body: NewUser = _body(await json_object(request), NewUser)
@@ -106,7 +106,7 @@ class UserController(Controller):
         "/{user_id:str}/api-keys",
         summary="Issue an API key (shown once in this answer, stored hashed)",
         status_code=201,
-        operation_class=with_body(NEW_KEY, required=False),
+        operation_class=with_body(NEW_KEY, required=False, created=KEY_LINKS),
     )
     async def issue_key(
         self, request: Request[Any, Any, State], user_id: str, admin: AccountUser

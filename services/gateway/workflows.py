@@ -14,7 +14,7 @@ from libs.workflow import validate_workflow
 from services.gateway import store
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object, refuse_nul
-from services.gateway.openapi import WORKFLOW, with_body
+from services.gateway.openapi import WORKFLOW, WORKFLOW_LINKS, with_body
 
 _AUTH_TYPES = ("anonymous", "jwt", "header_auth")
 _READ_ONLY = {"id", "owner_id", "created_at", "updated_at", "version"}
@@ -122,7 +122,12 @@ class WorkflowController(Controller):
     tags = ["workflows"]
     dependencies = {"user": Provide(required_user)}
 
-    @post("", summary="Create a workflow", status_code=201, operation_class=with_body(WORKFLOW))
+    @post(
+        "",
+        summary="Create a workflow",
+        status_code=201,
+        operation_class=with_body(WORKFLOW, created=WORKFLOW_LINKS),
+    )
     async def create(self, request: Request[Any, Any, State], user: AccountUser) -> dict[str, Any]:
         fields = workflow_fields(await json_object(request))
         async with request.app.state.ctx.pool.acquire() as conn, conn.transaction():

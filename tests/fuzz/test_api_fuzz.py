@@ -77,3 +77,29 @@ def test_no_request_gets_a_server_error(gateway_schema: Any, admin_key: str) -> 
             except Exception as exc:
                 failures.append(f"{operation.label} ({mode.value}): {exc}")
     assert not failures, "\n\n".join(failures)
+
+
+def test_following_links_never_gets_a_server_error(gateway_schema: Any, admin_key: str) -> None:
+    """Stateful: create a workflow, credential or user, then act on it through the links."""
+    base = gateway_schema.as_state_machine()
+    assert base.bundles, "the document has no links to follow"
+
+    class Session(base):  # type: ignore[misc, valid-type]
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"headers": {"X-MCP-Key": admin_key}, "timeout": 30}
+
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            assert response.status_code < 500, (
+                f"{case.method} {case.formatted_path} -> {response.status_code}: "
+                f"{response.text[:300]}"
+            )
+
+    Session.run(
+        settings=settings(
+            max_examples=examples(15, 500),
+            stateful_step_count=6,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+    )
