@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -195,3 +196,47 @@ async def test_an_unencodable_expression_result_is_a_clear_answer(system: System
             r = await c.post("/api/expressions/evaluate", json={"expression": expression})
             assert r.status_code == 200, (expression, r.text)
             assert r.json()["error"] is not None or r.json()["result"] in (None, "\ufffd")
+
+
+# About a second of evaluation: it ends at the step or time budget.
+HEAVY = "$range(0, 100000).map(\"range(0, 100).map('item')\").length"
+
+
+async def test_a_heavy_preview_does_not_hold_up_the_gateway(system: System) -> None:
+    # Item 2: the preview evaluated on the gateway's event loop; nothing else was answered.
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        preview = asyncio.create_task(
+            c.post("/api/expressions/evaluate", json={"expression": HEAVY})
+        )
+        await asyncio.sleep(0.15)
+        r = await c.get("/api/workflows")
+        assert r.status_code == 200
+        assert not preview.done()  # answered while the evaluation was still running
+        answer = (await preview).json()
+    assert "evaluation steps" in answer["error"] or "longer than" in answer["error"]
+
+
+async def test_a_heavy_set_node_does_not_delay_another_users_run(system: System) -> None:
+    # Item 2: a pure node evaluated on the scheduler's event loop delayed every other run.
+    _, key = await system.new_user()
+    _, other_key = await system.new_user()
+    async with system.client(key) as c, system.client(other_key) as other:
+        heavy_wf = simple_workflow("heavy")
+        heavy_wf["nodes"][1]["data"]["mappings"] = [{"key": "n", "value": HEAVY}]
+        heavy = (await c.post("/api/workflows", json=heavy_wf)).json()["id"]
+        quick = (await other.post("/api/workflows", json=simple_workflow("quick"))).json()["id"]
+        slow_run = asyncio.create_task(
+            c.post(
+                f"/api/workflows/{heavy}/execute",
+                json={"text": "x"},
+                headers={"X-Simple-Response": "false"},
+            )
+        )
+        await asyncio.sleep(0.15)
+        r = await other.post(f"/api/workflows/{quick}/execute", json={"text": "fast"})
+        assert r.json() == {"echo": {"said": "fast"}}
+        assert not slow_run.done()
+        body = (await slow_run).json()
+    assert body["status"] == "error"
+    assert "evaluation steps" in str(body) or "longer than" in str(body)
