@@ -28,8 +28,8 @@ pytestmark = pytest.mark.unit
 # A smaller budget than production keeps 10,000 inputs well under a minute; the property
 # (stops within the budget, never another exception) is the same at any size.
 LIMITS = Limits(steps=20_000, seconds=0.25, chars=200_000, items=20_000, total=1_000_000)
-# Termination is asserted generously (a loaded CI machine), it is the hang that matters.
-SLACK_S = 2.0
+# Termination is asserted generously (GC pauses, a loaded CI machine): a hang is the failure.
+SLACK_S = 10.0
 REPR = re.compile(r"<(?:function|built-in|bound|class|lambda|module|method)\b|object at 0x")
 
 CONTEXT = build_context(
