@@ -86,6 +86,13 @@ def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None)
         )
     if not isinstance(fields["sse_node_config"], dict):
         problems.append({"field": "sse_node_config", "message": "must be an object"})
+    # Every column gets the type it is stored as; a wrong type must be a 422, not a 500.
+    if not isinstance(fields["description"], str) or len(fields["description"]) > 10_000:
+        problems.append({"field": "description", "message": "must be a string (max 10000)"})
+    for header in ("auth_header_key", "auth_header_value"):
+        value = fields[header]
+        if value is not None and (not isinstance(value, str) or len(value) > 1_000):
+            problems.append({"field": header, "message": "must be a string (max 1000) or null"})
     issues = validate_workflow(fields["nodes"], fields["edges"])
     problems.extend(
         {

@@ -169,6 +169,13 @@ BAD_INPUTS: list[tuple[str, str, str, dict[str, Any]]] = [
     ("NUL in a path parameter", "GET", "/api/workflows/history/all/a%00b", {}),
     ("huge offset", "GET", "/api/workflows/history/all?offset=99999999999999999999", {}),
     ("huge trace offset", "GET", "/api/traces?offset=99999999999999999999", {}),
+    # Found by the API fuzzer: a list where the description's text column expects a string.
+    (
+        "wrong types in a workflow",
+        "POST",
+        "/api/workflows",
+        {"json": {"description": [None], "name": "0", "sse_enabled": []}},
+    ),
     # Item 8: validation held every node's ancestors (570 MB, 4-6 s); now a documented limit.
     ("5,000-node workflow", "POST", "/api/workflows", {"json": _chain(5_000)}),
 ]
