@@ -215,7 +215,7 @@ class ProjectionRunner:
                     )
                     raise _BatchFailed from exc
                 log.warning(
-                    "projector %s: a batch failed (%s: %s); applying it event by event",
+                    "projector %s failed a batch (%s: %s); applying it event by event",
                     self.name,
                     type(exc).__name__,
                     exc,

@@ -14,14 +14,18 @@ from libs.secrets.credentials import (
     ResolvedCredential,
     client_base_url,
     credential_aad,
+    credential_values,
     key_hint,
     load_credential,
+    mentions_credentials,
 )
 from libs.secrets.masking import (
+    Masker,
     install_log_masking,
     mask_known,
     mask_secrets,
     mask_value,
+    masked_form,
     remember,
 )
 
@@ -30,11 +34,13 @@ __all__ = [
     "GOOGLE_OPENAI_BASE_URL",
     "CredentialType",
     "DecryptError",
+    "Masker",
     "ResolvedCredential",
     "SecretBox",
     "SecretKeyError",
     "client_base_url",
     "credential_aad",
+    "credential_values",
     "generate_key",
     "install_log_masking",
     "key_hint",
@@ -43,5 +49,7 @@ __all__ = [
     "mask_known",
     "mask_secrets",
     "mask_value",
+    "masked_form",
+    "mentions_credentials",
     "remember",
 ]

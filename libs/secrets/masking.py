@@ -1,10 +1,13 @@
-"""Masking of known secret values: stored credentials never appear in errors, outputs or logs.
+"""Masking of credential values, two ways.
 
-Shape-based redaction (`libs/observability`) catches keys that look like keys; a provider
-that echoes a key of any shape ("Incorrect API key provided: <key>") needs the value itself.
-`mask_secrets(text, values)` replaces each value, also URL-encoded and JSON-escaped, with
-`[REDACTED]`. The process remembers every credential it decrypts (`remember`), and
-`install_log_masking` makes every log record of the process pass through `mask_known`.
+- `Masker` (Heym §2.12): values a workflow deliberately uses (`$credentials`, secret globals)
+  are shown in what leaves a node as their first 7 characters and `**`.
+- `mask_secrets` / `mask_value` and the log masking: a stored credential that leaks by
+  accident (a provider echoing "Incorrect API key provided: <key>") is replaced whole, also
+  URL-encoded and JSON-escaped, by `[REDACTED]`. Shape-based redaction (`libs/observability`)
+  catches keys that look like keys; this catches a key of any shape by its value. The process
+  remembers every credential it decrypts (`remember`), and `install_log_masking` makes every
+  log record of the process pass through `mask_known`.
 """
 
 from __future__ import annotations
@@ -14,8 +17,49 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 from urllib.parse import quote
+
+MIN_MASKED_LENGTH: Final = 8
+
+
+def masked_form(secret: str) -> str:
+    return f"{secret[:7]}**"
+
+
+class Masker:
+    """Replaces secrets in JSON-like values (strings, lists, dict values and keys)."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        # Longest first, so a secret containing another is replaced whole.
+        self._secrets = sorted(
+            {s for s in secrets if isinstance(s, str) and len(s) >= MIN_MASKED_LENGTH},
+            key=len,
+            reverse=True,
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def text(self, value: str) -> str:
+        for secret in self._secrets:
+            if secret in value:
+                value = value.replace(secret, masked_form(secret))
+        return value
+
+    def value(self, value: Any) -> Any:
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {
+                (self.text(k) if isinstance(k, str) else k): self.value(v) for k, v in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return [self.value(v) for v in value]
+        return value
+
 
 REDACTED = "[REDACTED]"
 # Shorter values would mask ordinary words; real keys are far longer.

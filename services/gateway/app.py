@@ -13,6 +13,7 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
+from libs.accounts.execution_tokens import signing_key
 from libs.config import Settings
 from libs.eventlog import EventLogError
 from libs.secrets import SecretBox
@@ -21,9 +22,12 @@ from services.gateway.credentials import CredentialController
 from services.gateway.errors import RequestGuard, internal_error
 from services.gateway.event_docs import EventDocsController
 from services.gateway.execute import ExecuteController
+from services.gateway.execution_tokens import ExecutionTokenController
 from services.gateway.expressions_api import ExpressionController
+from services.gateway.global_variables import GlobalVariableController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
+from services.gateway.schedules_api import ScheduleController
 from services.gateway.traces import TraceController
 from services.gateway.users import UserController
 from services.gateway.workflows import WorkflowController
@@ -51,6 +55,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
         app.state.ctx = context
         app.state.settings = settings
         app.state.secrets = secrets_box
+        app.state.token_key = signing_key(settings.require_secret_key())
         context.ready()
         try:
             yield
@@ -70,6 +75,9 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             ExpressionController,
             TraceController,
             UserController,
+            ScheduleController,
+            ExecutionTokenController,
+            GlobalVariableController,
         ],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
