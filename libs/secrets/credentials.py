@@ -134,4 +134,5 @@ async def credential_values(
             values[row["name"]] = box.decrypt(row["secret"], aad=credential_aad(row["id"]))
         except DecryptError:
             continue  # an undecryptable credential is simply not available
+        remember(values[row["name"]])  # this process's logs mask it from now on
     return values
