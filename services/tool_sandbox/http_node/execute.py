@@ -27,7 +27,7 @@ class HttpNodeError(Exception):
 
 # Defaults of HEYM_HTTP_TIMEOUT_S and HEYM_HTTP_MAX_RESPONSE_BYTES (libs/config).
 DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_MAX_RESPONSE_BYTES = 2 * 1024 * 1024
+DEFAULT_MAX_RESPONSE_BYTES = 5 * 1024 * 1024
 
 
 class _Received(msgspec.Struct, frozen=True):

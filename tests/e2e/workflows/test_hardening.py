@@ -83,7 +83,7 @@ async def test_only_the_owner_chooses_test_mode_or_editor_behaviour(system: Syst
             headers={"X-Trigger-Source": "Canvas"},
         )
         assert r.status_code == 400
-        assert "sse_enabled" in r.text
+        assert "SSE streaming is disabled" in r.text
         r = await anon.post(
             f"/api/workflows/{wid}/execute", params={"test_run": "true"}, json={"text": "q"}
         )

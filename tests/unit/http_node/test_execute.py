@@ -280,7 +280,7 @@ def test_default_timeout_and_size_are_far_below_heyms_and_configurable() -> None
     # Issue #7 item 9: Heym waited 300 s for an http node without -m.
     defaults = load_settings({})
     assert defaults.http_timeout_s == DEFAULT_TIMEOUT_S == 30.0
-    assert defaults.http_max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES == 2 * 1024 * 1024
+    assert defaults.http_max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES == 5 * 1024 * 1024
     assert execute_http.__kwdefaults__ is not None
     assert execute_http.__kwdefaults__["default_timeout_s"] == DEFAULT_TIMEOUT_S
     chosen = load_settings({"HEYM_HTTP_TIMEOUT_S": "5", "HEYM_HTTP_MAX_RESPONSE_BYTES": "4096"})
