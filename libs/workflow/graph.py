@@ -65,6 +65,10 @@ class _OnDemand(Mapping[str, frozenset[str]]):
             self._cache[key] = found
         return found
 
+    def peek(self, key: str) -> frozenset[str] | None:
+        """The kept answer for ``key``, without computing one."""
+        return self._cache.get(key)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
 
@@ -202,12 +206,19 @@ class Graph:
         self._forward_out = _adjacency(forward)
         self._forward_in = _adjacency(forward, reverse=True)
         # Each node's ancestors and each loop's body, computed when asked (see the module).
-        self.ancestors: Mapping[str, frozenset[str]] = _OnDemand(self.order, self._ancestors_of)
+        self._ancestors = _OnDemand(self.order, self._ancestors_of)
+        self.ancestors: Mapping[str, frozenset[str]] = self._ancestors
         loops = [nid for nid in self.order if self.types[nid] == "loop"]
         self.loop_bodies: Mapping[str, frozenset[str]] = _OnDemand(loops, self._loop_body)
 
     def _ancestors_of(self, node_id: str) -> frozenset[str]:
-        found = _reach(self._forward_in.get(node_id, ()), self._forward_in)
+        parents = self._forward_in.get(node_id, ())
+        # Runs ask node after node downstream: a node's ancestors are its parents' (kept from
+        # the previous answers) plus the parents themselves, a set union instead of a walk.
+        known = [k for k in (self._ancestors.peek(p) for p in parents) if k is not None]
+        if len(known) == len(parents):
+            return frozenset(parents).union(*known)
+        found = _reach(parents, self._forward_in)
         found.discard(node_id)  # only a cycle could bring it back; validation refuses those
         return frozenset(found)
 

@@ -67,3 +67,14 @@ def test_ancestors_and_loop_bodies_are_answered_on_demand() -> None:
     assert graph.reachable(["b"]) == {"b", "d", "l", "x"}
     with pytest.raises(KeyError):
         graph.ancestors["nope"]
+
+
+def test_ancestors_asked_down_a_chain_build_on_the_kept_answers() -> None:
+    nodes, edges = chain(200)  # more than the answers kept: the cache is cleared on the way
+    graph = Graph(nodes, edges)
+    ids = [n["id"] for n in nodes]
+    for i, nid in enumerate(ids):
+        assert graph.ancestors[nid] == frozenset(ids[:i]), nid
+    # asked out of order, the walk gives the same answers
+    fresh = Graph(nodes, edges)
+    assert fresh.ancestors[ids[150]] == frozenset(ids[:150])
