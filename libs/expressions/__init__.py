@@ -25,7 +25,7 @@ from libs.expressions._modes import (
     render_template,
     resolve_value,
 )
-from libs.expressions._offload import evaluate_off_loop
+from libs.expressions._offload import evaluate_off_loop, evaluate_soon
 from libs.expressions._plain import stringify, to_plain
 from libs.expressions._scanner import Span, find_spans
 from libs.expressions.errors import (
@@ -57,6 +57,7 @@ __all__ = [
     "evaluate_condition",
     "evaluate_off_loop",
     "evaluate_single",
+    "evaluate_soon",
     "find_spans",
     "has_arithmetic",
     "is_code_like",

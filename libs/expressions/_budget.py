@@ -9,6 +9,12 @@ its time budget by more than one bounded primitive, and none can allocate withou
 One budget covers one top-level call (``evaluate_single``, ``render_template``, ...) with
 every nested span and item expression in it; it lives in a thread-local slot so built-in
 functions, which are called without the evaluation session, find it too.
+
+An *inline slice* (``inline_slice``) bounds what evaluation may do on the calling thread when
+that thread is an event loop: past a few thousand steps, a few milliseconds or a megabyte
+built, ``NeedsThread`` is raised and the caller runs the whole (pure) computation again on
+the evaluation pool (``_offload.evaluate_soon``). Ordinary evaluations end inside the slice
+and pay no thread hop.
 """
 
 from __future__ import annotations
@@ -50,10 +56,44 @@ class Limits:
 LIMITS = Limits()
 
 
+class NeedsThread(BaseException):
+    """The evaluation outgrew its inline slice; run the computation again off the loop.
+
+    A BaseException so that no evaluator's ``except Exception`` (null fallbacks, conditions,
+    node evaluators) swallows it.
+    """
+
+
+@dataclass
+class InlineSlice:
+    """What evaluation may use on an event loop before it must move to the pool.
+
+    Time is the loop thread's own CPU time, not the wall clock: on a busy machine a loop
+    that is merely descheduled would otherwise send every decision to the pool.
+    """
+
+    steps: int = 10_000
+    cpu_seconds: float = 0.02
+    built: int = 1024 * 1024
+
+    def __post_init__(self) -> None:
+        self.deadline = time.thread_time() + self.cpu_seconds
+
+    def tick(self, steps: int) -> None:
+        self.steps -= steps
+        if self.steps < 0 or time.thread_time() > self.deadline:
+            raise NeedsThread
+
+    def charge(self, amount: int) -> None:
+        self.built -= amount
+        if self.built < 0 or time.thread_time() > self.deadline:
+            raise NeedsThread
+
+
 class Budget:
     """What is left of one evaluation's limits; shared by every nested session."""
 
-    __slots__ = ("_clock_in", "built", "deadline", "limits", "steps_left")
+    __slots__ = ("_clock_in", "_slice", "built", "deadline", "limits", "steps_left")
 
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or LIMITS
@@ -61,6 +101,7 @@ class Budget:
         self.deadline = time.monotonic() + self.limits.seconds
         self.built = 0
         self._clock_in = _CLOCK_EVERY
+        self._slice: InlineSlice | None = getattr(_local, "slice", None)
 
     def spend(self, steps: int = 1) -> None:
         """Count evaluation steps; looks at the clock every few hundred."""
@@ -72,6 +113,8 @@ class Budget:
         self._clock_in -= steps
         if self._clock_in <= 0:
             self._clock_in = _CLOCK_EVERY
+            if self._slice is not None:
+                self._slice.tick(_CLOCK_EVERY)
             self.check_time()
 
     def check_time(self) -> None:
@@ -119,6 +162,8 @@ class Budget:
         return value
 
     def _charge(self, amount: int) -> None:
+        if self._slice is not None:
+            self._slice.charge(amount)
         self.built += amount
         if self.built > self.limits.total:
             raise ExpressionSizeLimitError(
@@ -160,3 +205,24 @@ class metered:
     ) -> None:
         if self._owner:
             _local.budget = None
+
+
+class inline_slice:
+    """Evaluation on this thread within ``InlineSlice`` bounds, or ``NeedsThread``."""
+
+    __slots__ = ("_bounds",)
+
+    def __init__(self, bounds: InlineSlice | None = None) -> None:
+        self._bounds = bounds or InlineSlice()
+
+    def __enter__(self) -> InlineSlice:
+        _local.slice = self._bounds
+        return self._bounds
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        _local.slice = None

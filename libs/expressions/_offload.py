@@ -4,6 +4,14 @@ Evaluating is CPU work bounded by its budget (up to a second); on an event loop 
 hold up every other request and run that loop serves. Threads, not processes: the budget
 already stops runaway work, and a thread hop costs tens of microseconds where a process
 round trip would cost the copy of the whole context.
+
+`evaluate_off_loop(fn, ...)` always hops. `evaluate_soon(compute)` is for hot paths (the
+scheduler's decisions): it runs ``compute()`` on the loop within an inline slice (10,000
+steps, 20 ms of the loop thread's CPU, 1 MiB built) and, if evaluation outgrows the slice,
+runs ``compute()`` again from the start on the pool; ``compute`` must therefore be pure
+(work on its own copies). Most decisions end inside the slice and pay no hop; measured, a
+hop for every decision cost the 10-node workflow throughput 15-35 % on a loaded machine
+(GIL hand-offs between the loop and the pool threads).
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
+
+from libs.expressions._budget import NeedsThread, inline_slice
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -37,3 +47,12 @@ async def evaluate_off_loop(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kw
     """``fn(*args, **kwargs)`` on the evaluation pool, awaited from the event loop."""
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(_pool(), functools.partial(fn, *args, **kwargs))
+
+
+async def evaluate_soon(compute: Callable[[], T]) -> T:
+    """``compute()`` on the loop if its evaluation fits an inline slice, else on the pool."""
+    try:
+        with inline_slice():
+            return compute()
+    except NeedsThread:
+        return await evaluate_off_loop(compute)

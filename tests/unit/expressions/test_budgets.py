@@ -19,12 +19,14 @@ from libs.expressions import (
     ExpressionSizeLimitError,
     ExpressionTimeLimitError,
     _budget,
+    evaluate_condition,
     evaluate_off_loop,
     evaluate_single,
+    evaluate_soon,
     render_template,
     resolve_value,
 )
-from libs.expressions._budget import Limits
+from libs.expressions._budget import InlineSlice, Limits, NeedsThread, inline_slice
 
 pytestmark = pytest.mark.unit
 
@@ -106,6 +108,41 @@ class TestWorkAndTime:
         task.cancel()
         assert value == 50000
         assert ticks > 1
+
+
+class TestInlineSlice:
+    async def test_light_evaluation_stays_on_the_loop(self, ctx: ExpressionContext) -> None:
+        where: list[int] = []
+
+        def light() -> Any:
+            where.append(threading.get_ident())
+            return evaluate_single("$data.list.map('item * 2')", ctx)
+
+        assert await evaluate_soon(light) == [6, 2, 4]
+        assert where == [threading.get_ident()]  # no hop: one run, on this thread
+
+    async def test_heavy_evaluation_moves_to_the_pool_and_starts_over(
+        self, ctx: ExpressionContext
+    ) -> None:
+        where: list[int] = []
+
+        def heavy() -> Any:
+            where.append(threading.get_ident())
+            return evaluate_single("$range(0, 20000).map('item + 1').length", ctx)
+
+        assert await evaluate_soon(heavy) == 20000
+        # Tried inline, outgrew the slice, computed again from the start on the pool.
+        assert where[0] == threading.get_ident()
+        assert len(where) == 2
+        assert where[1] != threading.get_ident()
+
+    def test_the_slice_signal_passes_every_evaluator_fallback(self, ctx: ExpressionContext) -> None:
+        # Conditions turn every error into False and spans fall back to null: the slice
+        # signal must still come out, or the loop would keep the heavy work.
+        with pytest.raises(NeedsThread), inline_slice(InlineSlice(steps=100)):
+            evaluate_condition("$range(0, 5000).map('item').length > 0", ctx)
+        with pytest.raises(NeedsThread), inline_slice(InlineSlice(steps=100)):
+            render_template("a $range(0, 5000).map('item').length b", ctx)
 
 
 class TestResultSizes:
