@@ -16,6 +16,7 @@ import msgspec
 
 from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
+from contracts.chat import CHAT_EVENTS
 from contracts.nodes import NODE_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
 from contracts.tools import SANDBOX_TOOL_EVENTS
@@ -25,6 +26,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     *NODE_EVENTS,
     *AGENT_EVENTS,
     *SANDBOX_TOOL_EVENTS,
+    *CHAT_EVENTS,
 )
 
 
@@ -86,6 +88,7 @@ class Channel(msgspec.Struct, frozen=True, kw_only=True):
 
 def channels() -> tuple[Channel, ...]:
     """The public event contract, channel by channel (rendered as AsyncAPI by the gateway)."""
+    from contracts.chat import CHAT_COMMAND_EVENTS, CHAT_TURN_EVENTS
     from contracts.nodes import (
         ChildRunStarted,
         NodeAttemptFailed,
@@ -98,6 +101,7 @@ def channels() -> tuple[Channel, ...]:
     from contracts.runs import (
         CancelRequested,
         RunCompleted,
+        RunEndReported,
         RunOutputReady,
         RunRequested,
         RunStarted,
@@ -145,5 +149,26 @@ def channels() -> tuple[Channel, ...]:
             writer="NATS (scheduled messages set by the scheduler)",
             description="Durable timers firing: retry back-off and wait nodes.",
             events=(TimerFired,),
+        ),
+        Channel(
+            name="chat-commands",
+            address="heym.chat.{conversation_id}.cmd",
+            writer="gateway; scheduler (run ends); NATS (timers)",
+            description=(
+                "What comes into a conversation with the Heym Agent from outside: its creation "
+                "and edits, user messages, queue edits, cancellation, the ends of runs the "
+                "assistant started, and its fired timers."
+            ),
+            events=(*CHAT_COMMAND_EVENTS, RunEndReported),
+        ),
+        Channel(
+            name="chat-turns",
+            address="heym.chat.{conversation_id}.turn",
+            writer="agent_runtime (the assistant)",
+            description=(
+                "What the assistant recorded, step by step, before using it: a turn's prompt, "
+                "each model round, each tool's start and end, compressions, the turn's end."
+            ),
+            events=CHAT_TURN_EVENTS,
         ),
     )
