@@ -10,94 +10,17 @@ from litestar.di import Provide
 from litestar.exceptions import HTTPException, NotFoundException, PermissionDeniedException
 
 from libs.accounts import AccountUser
-from libs.workflow import validate_workflow
+from libs.workflow.fields import checked_fields, problem_summary, workflow_json
 from services.gateway import store
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object
 
-_AUTH_TYPES = ("anonymous", "jwt", "header_auth")
-_READ_ONLY = {"id", "owner_id", "created_at", "updated_at", "version"}
-_COLUMNS = {
-    "name",
-    "description",
-    "nodes",
-    "edges",
-    "auth_type",
-    "auth_header_key",
-    "auth_header_value",
-    "sse_enabled",
-    "sse_node_config",
-}
-
-
-def workflow_json(row: store.WorkflowRow) -> dict[str, Any]:
-    return {
-        **row.settings,
-        "id": row.id,
-        "owner_id": row.owner_id,
-        "name": row.name,
-        "description": row.description,
-        "nodes": row.nodes,
-        "edges": row.edges,
-        "auth_type": row.auth_type,
-        "auth_header_key": row.auth_header_key,
-        "auth_header_value": row.auth_header_value,
-        "sse_enabled": row.sse_enabled,
-        "sse_node_config": row.sse_node_config,
-        "version": row.version,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-    }
-
 
 def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None) -> dict[str, Any]:
-    """Merge a request body over the stored workflow (PUT may send only some fields)."""
-    current: dict[str, Any] = workflow_json(base) if base else {}
-    fields = {
-        "name": body.get("name", current.get("name")),
-        "description": body.get("description", current.get("description", "")) or "",
-        "nodes": body.get("nodes", current.get("nodes", [])),
-        "edges": body.get("edges", current.get("edges", [])),
-        "auth_type": body.get("auth_type", current.get("auth_type", "jwt")),
-        "auth_header_key": body.get("auth_header_key", current.get("auth_header_key")),
-        "auth_header_value": body.get("auth_header_value", current.get("auth_header_value")),
-        "sse_enabled": bool(body.get("sse_enabled", current.get("sse_enabled", False))),
-        "sse_node_config": body.get("sse_node_config", current.get("sse_node_config")) or {},
-        "settings": {
-            **(base.settings if base else {}),
-            **{k: v for k, v in body.items() if k not in _COLUMNS and k not in _READ_ONLY},
-        },
-    }
-    problems: list[dict[str, Any]] = []
-    name = fields["name"]
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        problems.append({"field": "name", "message": "name must be a non-empty string (max 200)"})
-    if fields["auth_type"] not in _AUTH_TYPES:
-        problems.append(
-            {"field": "auth_type", "message": f"auth_type must be one of {_AUTH_TYPES}"}
-        )
-    if fields["auth_type"] == "header_auth" and not (
-        fields["auth_header_key"] and fields["auth_header_value"]
-    ):
-        problems.append(
-            {"field": "auth_header_key", "message": "header_auth needs auth_header_key and value"}
-        )
-    if not isinstance(fields["sse_node_config"], dict):
-        problems.append({"field": "sse_node_config", "message": "must be an object"})
-    issues = validate_workflow(fields["nodes"], fields["edges"])
-    problems.extend(
-        {
-            "field": i.field,
-            "node_id": i.node_id,
-            "edge_id": i.edge_id,
-            "code": i.code,
-            "message": i.message,
-        }
-        for i in issues
-    )
+    """Merge a request body over the stored workflow; 422 naming every problem found."""
+    fields, problems = checked_fields(body, base)
     if problems:
-        summary = "; ".join(p["message"] for p in problems[:5])
-        raise HTTPException(status_code=422, detail=f"invalid workflow: {summary}", extra=problems)
+        raise HTTPException(status_code=422, detail=problem_summary(problems), extra=problems)
     return fields
 
 
