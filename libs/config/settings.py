@@ -32,6 +32,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     execute_timeout_s: float = 300.0
     # How long one model request may take (Heym: 60 s).
     model_timeout_s: float = 60.0
+    # Where the assistant's documentation search reads README.md and docs/ (default: the
+    # source tree the services run from).
+    docs_dir: Path | None = None
     # Event log limits.
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
@@ -108,4 +111,5 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         ),
         duplicate_window_s=_float(env, "HEYM_DUPLICATE_WINDOW_S", 600.0),
         stream_replicas=_int(env, "HEYM_STREAM_REPLICAS", 1, lo=1, hi=5),
+        docs_dir=Path(docs) if (docs := text("HEYM_DOCS_DIR")) else None,
     )

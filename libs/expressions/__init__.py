@@ -23,6 +23,7 @@ from libs.expressions._modes import (
     resolve_value,
 )
 from libs.expressions._plain import stringify, to_plain
+from libs.expressions._reference import vocabulary
 from libs.expressions._scanner import Span, find_spans
 from libs.expressions.errors import (
     MAX_EXPRESSION_LENGTH,
@@ -54,4 +55,5 @@ __all__ = [
     "resolve_value",
     "stringify",
     "to_plain",
+    "vocabulary",
 ]

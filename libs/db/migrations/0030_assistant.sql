@@ -56,6 +56,11 @@ CREATE TABLE chat_conversations (
     last_model text,
     queue_paused_by_message_id text,
     deleted boolean NOT NULL DEFAULT false,
+    -- Event positions (sequence * 1000 + index) of the last turn-state and title/pin changes:
+    -- a projector batch applies statements grouped by kind, so each update is guarded by
+    -- position and the latest event wins whatever order the statements run in.
+    state_position bigint NOT NULL DEFAULT 0,
+    meta_position bigint NOT NULL DEFAULT 0,
     created_at timestamptz NOT NULL,
     updated_at timestamptz NOT NULL,
     last_sequence bigint NOT NULL
@@ -83,9 +88,26 @@ CREATE TABLE chat_queue_items (
     model text,
     attachment jsonb,
     created_at timestamptz NOT NULL,
-    updated_at timestamptz NOT NULL
+    updated_at timestamptz NOT NULL,
+    sequence bigint NOT NULL
 );
 CREATE INDEX chat_queue_items_conversation ON chat_queue_items (conversation_id, created_at, id);
+
+-- The tool calls of each turn as the Chat tab shows them (an assistant message's tool_calls).
+CREATE TABLE chat_tool_calls (
+    turn_id text NOT NULL,
+    id text NOT NULL,
+    conversation_id text NOT NULL REFERENCES chat_conversations (id) ON DELETE CASCADE,
+    name text NOT NULL,
+    label text NOT NULL DEFAULT '',
+    args jsonb NOT NULL DEFAULT '{}'::jsonb,
+    status text NOT NULL DEFAULT 'running',
+    response_summary text NOT NULL DEFAULT '',
+    elapsed_ms double precision NOT NULL DEFAULT 0,
+    sequence bigint NOT NULL,
+    PRIMARY KEY (turn_id, id)
+);
+CREATE INDEX chat_tool_calls_conversation ON chat_tool_calls (conversation_id, sequence);
 
 -- One row per turn: the assistant's run history (`run_type: dashboard_chat`).
 CREATE TABLE chat_turns (

@@ -130,13 +130,7 @@ def decide(conv: Conversation, now_ms: int) -> Step:
             text = str(last.recorded.message.get("content") or "")
             return _completed(conv, turn, now_ms, text=text)
     if len(turn.rounds) >= MAX_ROUNDS:
-        failed = ChatTurnFailed(
-            turn_id=turn.turn_id,
-            error=TOO_MANY_ROUNDS,
-            partial_text=_partial(turn),
-            finished_at_ms=now_ms,
-        )
-        return _ended(conv, failed)
+        return fail(conv, turn, TOO_MANY_ROUNDS, now_ms)
     return AskModel(turn, round=len(turn.rounds) + 1, tools=offered(turn))
 
 
@@ -163,6 +157,15 @@ def _tools(conv: Conversation, turn: Turn, rnd: Round, now_ms: int) -> Step | No
             return Idle("waiting for the next check")
         return RunTool(turn, call)
     return None
+
+
+def fail(conv: Conversation, turn: Turn, error: str, now_ms: int = 0) -> Record:
+    """End `turn` with an error (a model failure, a missing credential), starting the next
+    queued message in the same batch."""
+    failed = ChatTurnFailed(
+        turn_id=turn.turn_id, error=error, partial_text=_partial(turn), finished_at_ms=now_ms
+    )
+    return _ended(conv, failed)
 
 
 def _finish_call(rnd: Round) -> ToolCall | None:
