@@ -16,6 +16,8 @@ from libs.config import Settings
 from libs.eventlog import EventLogError
 from libs.secrets import SecretBox
 from libs.service import ServiceContext
+from services.gateway.chat_log import ChatError
+from services.gateway.chats import ChatController, chat_error_handler
 from services.gateway.credentials import CredentialController
 from services.gateway.event_docs import EventDocsController
 from services.gateway.execute import ExecuteController
@@ -66,11 +68,12 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             HistoryController,
             ExpressionController,
             TraceController,
+            ChatController,
         ],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
         request_max_body_size=MAX_BODY_BYTES,
-        exception_handlers={EventLogError: _event_log_unavailable},
+        exception_handlers={EventLogError: _event_log_unavailable, ChatError: chat_error_handler},
     )
 
 

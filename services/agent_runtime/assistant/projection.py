@@ -156,7 +156,7 @@ class ChatProjector:
         elif isinstance(ev, ChatMessagePosted):
             self._posted(env, ev, conv, sql)
         elif isinstance(ev, ChatQueuedMessageStarted):
-            sql.add(_QUEUE_TO_MESSAGE, ev.message_id, at, env.sequence, phase=3)
+            sql.add(_QUEUE_TO_MESSAGE, ev.message_id, at, _position(env), phase=3)
             sql.add(_QUEUE_TO_TURN, ev.message_id, at, env.sequence, phase=3)
             sql.add(_QUEUE_RUNNING, conv, ev.message_id, env.sequence, _position(env), at, phase=4)
             sql.add(_UNQUEUE, ev.message_id, phase=5)
@@ -216,7 +216,7 @@ class ChatProjector:
                 phase=1,
             )
             return
-        sql.add(_USER_MESSAGE, ev.message_id, conv, ev.content, at, env.sequence, phase=1)
+        sql.add(_USER_MESSAGE, ev.message_id, conv, ev.content, at, _position(env), phase=1)
         sql.add(_TURN, ev.message_id, conv, ev.content, at, env.sequence, phase=1)
         sql.add(
             _RUNNING,
@@ -315,7 +315,7 @@ class ChatProjector:
             content,
             status,
             at,
-            env.sequence,
+            _position(env),
             phase=3,
         )
         sql.add(_TURN_END, ev.turn_id, turn_status, content[:20_000], finished, phase=4)
