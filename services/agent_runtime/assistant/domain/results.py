@@ -54,6 +54,12 @@ def _normalise(status: str) -> str:
 def summary(name: str, result: Any, status: str) -> str:
     """The one-line `response_summary` of a tool call (the step card and run steps)."""
     r = result if isinstance(result, dict) else {}
+    if name == "run_workflow_test" and "attempt" in r:
+        seconds = float(r.get("execution_time_ms") or 0) / 1000
+        return (
+            f"Attempt {r.get('attempt', 0)}/{MAX_BUILD_TEST_RUNS} · "
+            f"{r.get('status', status)} in {seconds:.1f}s"
+        )
     if status == "error" or (status == "refused" and r.get("error")):
         text = str(r.get("error") or r.get("detail") or "failed")
         prefix = "Refused: " if status == "refused" else "Error: "
@@ -72,14 +78,6 @@ def summary(name: str, result: Any, status: str) -> str:
         if r.get("status") == "saved":
             return f'Saved "{r.get("workflow_name", "")}" · version {r.get("version", 1)}'
         return f"Status: {r.get('status', status)}"
-    if name == "run_workflow_test":
-        if r.get("status") == "refused":
-            return "Refused: the test budget is spent"
-        seconds = float(r.get("execution_time_ms") or 0) / 1000
-        return (
-            f"Attempt {r.get('attempt', 0)}/{MAX_BUILD_TEST_RUNS} · "
-            f"{r.get('status', status)} in {seconds:.1f}s"
-        )
     if name == "get_workflow_run_history" and "total_runs" in r:
         return f"{r.get('total_runs', 0)} run(s), {r.get('returned', 0)} listed"
     if name == "get_workflow_definition":
