@@ -35,6 +35,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Where the assistant's documentation search reads README.md and docs/ (default: the
     # source tree the services run from).
     docs_dir: Path | None = None
+    # Host names (besides loopback and HEYM_HTTP_HOST) MCP clients may use: the MCP endpoints
+    # refuse other Host/Origin headers (DNS-rebinding protection).
+    mcp_allowed_hosts: tuple[str, ...] = ()
     # Event log limits.
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
@@ -112,4 +115,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         duplicate_window_s=_float(env, "HEYM_DUPLICATE_WINDOW_S", 600.0),
         stream_replicas=_int(env, "HEYM_STREAM_REPLICAS", 1, lo=1, hi=5),
         docs_dir=Path(docs) if (docs := text("HEYM_DOCS_DIR")) else None,
+        mcp_allowed_hosts=tuple(
+            h.strip() for h in (text("HEYM_MCP_ALLOWED_HOSTS") or "").split(",") if h.strip()
+        ),
     )

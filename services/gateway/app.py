@@ -24,6 +24,8 @@ from services.gateway.execute import ExecuteController
 from services.gateway.expressions_api import ExpressionController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
+from services.gateway.mcp.endpoint import McpEndpoints
+from services.gateway.mcp.settings_api import McpSettingsController
 from services.gateway.traces import TraceController
 from services.gateway.workflows import WorkflowController
 
@@ -42,6 +44,7 @@ def _event_log_unavailable(request: Request[Any, Any, State], exc: Exception) ->
 def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litestar:
     secrets_box = SecretBox.from_setting(settings.require_secret_key())  # fail before opening
     context = ctx or ServiceContext(SERVICE, settings)
+    mcp = McpEndpoints(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -69,8 +72,10 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             ExpressionController,
             TraceController,
             ChatController,
+            McpSettingsController,
         ],
-        lifespan=[lifespan],
+        lifespan=[lifespan, mcp.lifespan],
+        state=State({"mcp": mcp}),
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
         request_max_body_size=MAX_BODY_BYTES,
         exception_handlers={EventLogError: _event_log_unavailable, ChatError: chat_error_handler},
@@ -80,7 +85,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
 async def serve(settings: Settings) -> None:
     app = create_app(settings)
     config = uvicorn.Config(
-        app,
+        app.state.mcp.wrap(app),  # the MCP transports answer /api/mcp paths before Litestar
         host=settings.http_host,
         port=settings.http_port,
         log_level=settings.log_level.lower(),
