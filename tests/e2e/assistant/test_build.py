@@ -92,7 +92,8 @@ async def test_build_fix_test_and_finish(system: System, model: ModelServer) -> 
         ]
         # The API's own validator answered the invalid save; the model got its problems.
         invalid = model.chat_requests[1].body["messages"][-1]["content"]
-        assert "422" in invalid and "nowhere" in invalid
+        assert "422" in invalid
+        assert "nowhere" in invalid
         assert ends[1]["response_summary"] == 'Created "Greeter Bot"'
         assert ends[3]["response_summary"].startswith("Attempt 1/5 · error")
         assert ends[4]["response_summary"] == 'Saved "Greeter Bot" · version 2'
