@@ -7,13 +7,14 @@ import importlib
 import logging
 import sys
 
-from tests.bench import agent_bench, eventlog_bench, workflow_bench
+from tests.bench import agent_bench, assistant_bench, eventlog_bench, workflow_bench
 from tests.bench.harness import Figure, report, write_json
 
 SUITES = {
     "eventlog": eventlog_bench.run,
     "workflow": workflow_bench.run,
     "agent": agent_bench.run,
+    "assistant": assistant_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
 OPTIONAL = {"peers": "tests.bench.peers_bench"}

@@ -48,7 +48,7 @@ from services.agent_runtime.assistant.domain import (
     wait_timer_id,
 )
 from services.agent_runtime.assistant.domain.build import progress
-from services.agent_runtime.assistant.domain.catalog import kind_of, label
+from services.agent_runtime.assistant.domain.catalog import ALL_TOOLS, kind_of, label
 from services.agent_runtime.assistant.domain.decide import fail
 from services.agent_runtime.assistant.domain.results import images_in, summary, tool_status
 from services.agent_runtime.assistant.messages import model_messages
@@ -63,6 +63,22 @@ from services.agent_runtime.model import ModelClients, ModelError
 log = logging.getLogger(__name__)
 
 TEMPERATURE = 0.1
+CREDENTIAL_TTL_S = 5.0
+# Read-only tools that answer in milliseconds: recorded started and finished in one append
+# (a crash before it simply reruns the read). Slower or writing tools record their start
+# first, so the step label shows while they work.
+INLINE_TOOLS = frozenset(
+    {
+        "list_workflows",
+        "get_workflow_definition",
+        "get_recent_executions",
+        "get_active_executions",
+        "get_workflow_run_history",
+        "get_analytics_stats",
+        "search_documentation",
+        "finish",
+    }
+)
 Resolve = Callable[[str, str], Awaitable[ResolvedCredential | None]]
 After = Callable[[], Awaitable[None]]
 _OVERFLOW = ("context length", "context_length", "maximum context", "too many tokens")
@@ -93,7 +109,8 @@ class Effects:
         self._log = event_log
         self._js = nc.jetstream()
         self._models = models
-        self._resolve = resolve
+        self._resolve_uncached = resolve
+        self._credentials: dict[tuple[str, str], tuple[float, ResolvedCredential | None]] = {}
         self._settings = settings
 
     async def perform(self, conv: Conversation, step: Step) -> Work:
@@ -112,6 +129,20 @@ class Effects:
         if isinstance(step, CheckRun):
             return await self._check_run(conv, step)
         raise TypeError(f"no effect for {step!r}")
+
+    async def _resolve(self, credential_id: str, owner_id: str) -> ResolvedCredential | None:
+        """A credential, decrypted at most every few seconds per turn's credential (a round
+        needs it several times; a changed or deleted credential is seen within seconds)."""
+        key = (credential_id, owner_id)
+        now = time.monotonic()
+        found = self._credentials.get(key)
+        if found is not None and now - found[0] < CREDENTIAL_TTL_S:
+            return found[1]
+        cred = await self._resolve_uncached(credential_id, owner_id)
+        if len(self._credentials) > 1024:
+            self._credentials.clear()
+        self._credentials[key] = (now, cred)
+        return cred
 
     async def _env(self, conv: Conversation, turn: Turn) -> ToolEnv:
         cred = None
@@ -160,10 +191,15 @@ class Effects:
                 if compressed is not None:
                     return Work([compressed])
             return Work(fail(conv, turn, str(exc), now_ms()).events)
+        # The stored trace holds what this round added (all of it for the first), so tracing
+        # a long turn costs O(n) in all rather than O(n) per round.
+        seen = turn.rounds[-1].recorded.request_messages + 1 if turn.rounds else 0
+        added = messages[seen:] if 0 < seen <= len(messages) else messages
         trace = sanitize_trace_payload(
             {
                 "request": {
-                    "messages": messages,
+                    "messages": added,
+                    "messages_total": len(messages),
                     "tools": [t.name for t in step.tools],
                     "source": "dashboard_chat",
                 },
@@ -235,9 +271,13 @@ class Effects:
             args=args,
             started_at_ms=now_ms(),
         )
-        if kind_of(call.name) != "run":
-            return Work([started])
-        return await self._start_run(env, call, started)
+        if kind_of(call.name) == "run":
+            return await self._start_run(env, call, started)
+        if call.name in INLINE_TOOLS or not _known(call.name):
+            outcome = await self._sync(env, call)
+            finished = self._finished(turn, call.call_id, call.name, outcome, started.started_at_ms)
+            return Work([started, finished])
+        return Work([started])
 
     async def _start_run(self, env: ToolEnv, call: ToolCall, started: ChatToolStarted) -> Work:
         args = started.args
@@ -325,11 +365,7 @@ class Effects:
         env = await self._env(conv, step.turn)
         started = step.call.started
         assert started is not None
-        try:
-            outcome = await run_sync(env, step.call)
-        except (asyncpg.PostgresError, OSError) as exc:
-            log.warning("tool %s failed: %r", step.call.name, exc)
-            outcome = Outcome({"error": f"{step.call.name} failed: {type(exc).__name__}"})
+        outcome = await self._sync(env, step.call)
         return Work(
             [
                 self._finished(
@@ -337,6 +373,13 @@ class Effects:
                 )
             ]
         )
+
+    async def _sync(self, env: ToolEnv, call: ToolCall) -> Outcome:
+        try:
+            return await run_sync(env, call)
+        except (asyncpg.PostgresError, OSError) as exc:
+            log.warning("tool %s failed: %r", call.name, exc)
+            return Outcome({"error": f"{call.name} failed: {type(exc).__name__}"})
 
     async def _finish_run(self, conv: Conversation, step: FinishRun) -> Work:
         env = await self._env(conv, step.turn)
@@ -491,6 +534,10 @@ class Effects:
                 await self.set_timer(
                     conv.conversation_id, timer, started.started_at_ms + timeout_ms
                 )
+
+
+def _known(name: str) -> bool:
+    return name in ALL_TOOLS
 
 
 def _ms(iso: str) -> int:
