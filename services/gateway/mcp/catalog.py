@@ -12,7 +12,6 @@ from typing import Any
 import asyncpg
 
 from contracts.chat import MAX_MESSAGE_CHARS
-from libs.workflow import store
 from services.gateway.mcp.principals import Principal
 
 CHAT_TOOL = "heym_chat"
@@ -77,28 +76,34 @@ def root_inputs(nodes: list[dict[str, Any]]) -> tuple[str, ...]:
     return tuple(keys)
 
 
-async def _rows(pool: asyncpg.Pool[Any], principal: Principal) -> list[store.WorkflowRow]:
+async def _rows(pool: asyncpg.Pool[Any], principal: Principal) -> list[Any]:
+    """The server's workflows (id, name, description, nodes), in one query."""
     owner = uuid.UUID(principal.user_id)
     if principal.server_id is None:
-        ids = await pool.fetch(
-            "SELECT id FROM workflows WHERE owner_id = $1 AND mcp_enabled", owner
+        return list(
+            await pool.fetch(
+                """SELECT id, name, description, nodes FROM workflows
+                   WHERE owner_id = $1 AND mcp_enabled ORDER BY lower(name), id""",
+                owner,
+            )
         )
-    else:
-        ids = await pool.fetch(
-            """SELECT w.id FROM mcp_server_workflows s JOIN workflows w ON w.id = s.workflow_id
-               WHERE s.server_id = $1 AND w.owner_id = $2""",
+    return list(
+        await pool.fetch(
+            """SELECT w.id, w.name, w.description, w.nodes
+               FROM mcp_server_workflows s JOIN workflows w ON w.id = s.workflow_id
+               WHERE s.server_id = $1 AND w.owner_id = $2 ORDER BY lower(w.name), w.id""",
             uuid.UUID(principal.server_id),
             owner,
         )
-    rows = [await store.get_workflow(pool, str(r["id"])) for r in ids]
-    return sorted((r for r in rows if r is not None), key=lambda r: (r.name.lower(), r.id))
+    )
 
 
 async def workflow_tools(pool: asyncpg.Pool[Any], principal: Principal) -> list[WorkflowTool]:
     tools: list[WorkflowTool] = []
     taken = {CHAT_TOOL}
     for row in await _rows(pool, principal):
-        base = tool_name(row.name) or f"workflow_{row.id[:8]}"
+        wid = str(row["id"])
+        base = tool_name(row["name"]) or f"workflow_{wid[:8]}"
         name, n = base, 2
         while name in taken:
             name, n = f"{base}_{n}", n + 1
@@ -106,9 +111,9 @@ async def workflow_tools(pool: asyncpg.Pool[Any], principal: Principal) -> list[
         tools.append(
             WorkflowTool(
                 name=name,
-                workflow_id=row.id,
-                description=row.description or f"Execute workflow: {row.name}",
-                inputs=root_inputs(row.nodes),
+                workflow_id=wid,
+                description=row["description"] or f"Execute workflow: {row['name']}",
+                inputs=root_inputs(row["nodes"]),
             )
         )
     return tools

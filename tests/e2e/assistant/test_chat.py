@@ -116,5 +116,16 @@ async def test_chat_lists_runs_reports_and_continues(system: System, model: Mode
             return True
 
         await eventually(stored, timeout=10)
+
+        # One LLM trace per model round, source dashboard_chat, session = the conversation.
+        async def traced() -> bool:
+            r = await c.get("/api/traces", params={"source": "dashboard_chat"})
+            items = r.json()["items"]
+            assert len(items) == 4
+            assert {i["session_id"] for i in items} == {cid}
+            assert {i["credential_id"] for i in items} == {cred}
+            return True
+
+        await eventually(traced, timeout=10)
         listed = (await c.get("/api/chats")).json()
         assert [x["id"] for x in listed] == [cid]
