@@ -148,7 +148,8 @@ def images_in(result: Any, limit: int = 8) -> list[str]:
         if len(found) >= limit or depth > 32:
             return
         if isinstance(value, str) and _DATA_IMAGE.match(value):
-            found.append(value)
+            if value not in found:
+                found.append(value)
         elif isinstance(value, dict):
             for v in value.values():
                 walk(v, depth + 1)
