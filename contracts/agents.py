@@ -1,8 +1,13 @@
-"""Agent events: one agent (or llm) invocation's history on `heym.run.<run>.node.<invocation>`.
+"""Agent events: one agent (or llm) invocation's history on `heym.agent.<run>.<invocation>`.
 
-The loop is event-sourced: every model response and every tool result is appended here before
-it is used, so a runtime that restarts replays the invocation and continues without repeating
-a model call or a tool call that is already recorded.
+The agent is a reactive decider: every step (its request, each model response, each tool
+dispatch and result, each compression, its end) is an event here, recorded before anything
+uses it, and each step is decided from the fold of these events. A runtime that restarts, or
+another replica, replays the invocation and continues without repeating a recorded model call
+or tool call. Children (sub-agents, sub-workflow runs, sandbox tool calls) report their end by
+appending a `ToolCallRecorded` here; that event drives the parent's next step, so nothing
+waits in memory. The node's result for the scheduler is a `NodeCompleted` /
+`NodeAttemptFailed` on `heym.run.<run>.node.<invocation>`.
 """
 
 from __future__ import annotations
@@ -15,6 +20,31 @@ from contracts.base import Event
 from contracts.runs import WorkflowSnapshot
 
 ToolStatus = Literal["success", "error", "pending", "timeout", "cancelled"]
+AgentEnd = Literal["success", "error", "cancelled"]
+
+
+class AgentRequested(Event, tag="agent.requested", frozen=True):
+    """The scheduler dispatched an agent or llm node: everything the invocation needs, copied
+    from the dispatch so that the aggregate alone drives every later step."""
+
+    invocation_id: str
+    node_id: str
+    node_label: str
+    node_type: str = "agent"
+    node: dict[str, Any] = msgspec.field(default_factory=dict)
+    inputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    upstream: dict[str, Any] = msgspec.field(default_factory=dict)
+    vars: dict[str, Any] = msgspec.field(default_factory=dict)
+    attempt: int = 1
+    dispatched_at_ms: int = 0
+    timezone: str = "UTC"
+    workflow_id: str = ""
+    owner_id: str = ""
+    depth: int = 0
+    test_run: bool = False
+    workflow: WorkflowSnapshot | None = None
+    sub_workflows: dict[str, WorkflowSnapshot] = msgspec.field(default_factory=dict)
+    trigger_source: str = "API"
 
 
 class AgentStarted(Event, tag="agent.started", frozen=True):
@@ -50,6 +80,64 @@ class LlmCallRecorded(Event, tag="agent.llm_call", frozen=True):
     trace: dict[str, Any] = msgspec.field(default_factory=dict)
     node_id: str = ""
     node_label: str = ""
+    # Which try of this turn's model call answered (earlier tries: `ModelCallFailed`).
+    attempt: int = 1
+
+
+class ModelCallFailed(Event, tag="agent.model_call_failed", frozen=True):
+    """One model request failed (429, 5xx, timeout, unreachable); retried inside the invocation
+    with back-off, so no earlier turn or tool is repeated."""
+
+    turn: int
+    attempt: int
+    error: str
+    retryable: bool = True
+    status_code: int | None = None
+    retry_after_s: float | None = None
+    elapsed_ms: float = 0.0
+    model: str = ""
+    fallback: bool = False
+
+
+class DispatchedCall(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool call handed to another aggregate: a sub-agent invocation, a child run, or a
+    tool-sandbox work item (`target` names it)."""
+
+    tool_call_id: str
+    name: str
+    source: str
+    target: str
+
+
+class ToolCallsDispatched(Event, tag="agent.tools_dispatched", frozen=True):
+    """Tool calls of a turn that run elsewhere; each reports its end as a `ToolCallRecorded`."""
+
+    turn: int
+    calls: list[DispatchedCall] = msgspec.field(default_factory=list)
+    dispatched_at_ms: int = 0
+
+
+class AgentCancelRequested(Event, tag="agent.cancel_requested", frozen=True):
+    """Stop this invocation (its run, or its parent agent, was cancelled)."""
+
+    reason: str = "cancelled"
+
+
+class AgentNudged(Event, tag="agent.nudged", frozen=True):
+    """The sweeper found the invocation quiet for too long: decide again and repeat any effect
+    that may have been lost (all of them are idempotent)."""
+
+    reason: str = ""
+
+
+class AgentFinished(Event, tag="agent.finished", frozen=True):
+    """The invocation's end; its result is then delivered to whoever waits for it."""
+
+    status: AgentEnd
+    output: Any = None
+    error: str | None = None
+    retryable: bool = False
+    finished_at_ms: int = 0
 
 
 class ToolCallRecorded(Event, tag="agent.tool_result", frozen=True):
@@ -108,10 +196,18 @@ class SubAgentDispatched(Event, tag="agent.sub_agent_dispatched", frozen=True):
     sub_workflows: dict[str, WorkflowSnapshot] = msgspec.field(default_factory=dict)
     run_depth: int = 0
     trigger_source: str = "API"
+    # The orchestrator's turn that made the call (0 in logs written before it was recorded).
+    turn: int = 0
+    test_run: bool = False
+    parent_node_id: str = ""
+    parent_node_label: str = ""
 
 
 class NodeToolDispatched(Event, tag="agent.node_tool_dispatched", frozen=True):
-    """A canvas node wired to an agent's `tool-input` runs once as a tool, by its own executor."""
+    """A canvas node wired to an agent's `tool-input` runs once as a tool, by its own executor.
+
+    Written by earlier builds only (kept so their logs replay): canvas node tools now go to the
+    tool sandbox as `tool.dispatched` work items."""
 
     invocation_id: str
     parent_invocation_id: str
@@ -127,7 +223,13 @@ class NodeToolDispatched(Event, tag="agent.node_tool_dispatched", frozen=True):
 
 
 AGENT_EVENTS: tuple[type[Event], ...] = (
+    AgentRequested,
     AgentStarted,
+    ModelCallFailed,
+    ToolCallsDispatched,
+    AgentCancelRequested,
+    AgentNudged,
+    AgentFinished,
     LlmCallRecorded,
     ToolCallRecorded,
     ContextCompressed,

@@ -19,6 +19,7 @@ from contracts.base import Event, UnknownEvent
 from contracts.chat import CHAT_EVENTS
 from contracts.nodes import NODE_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
+from contracts.schedules import SCHEDULE_EVENTS
 from contracts.tools import SANDBOX_TOOL_EVENTS
 
 EVENT_TYPES: tuple[type[Event], ...] = (
@@ -27,7 +28,30 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     *AGENT_EVENTS,
     *SANDBOX_TOOL_EVENTS,
     *CHAT_EVENTS,
+    *SCHEDULE_EVENTS,
 )
+
+
+_SIZE_ENCODER = msgspec.json.Encoder()
+
+
+def encoded_size(value: Any) -> int | None:
+    """How many bytes `value` takes in an event batch, or None if it cannot be encoded at all
+    (an integer too long for a decimal string, a value JSON has no form for)."""
+    try:
+        return len(_SIZE_ENCODER.encode(value))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def too_large(value: Any, limit: int) -> str | None:
+    """Why `value` cannot go into one event of at most `limit` bytes, or None if it can."""
+    size = encoded_size(value)
+    if size is None:
+        return "it cannot be encoded as JSON (for example an integer with more than 4300 digits)"
+    if size > limit:
+        return f"it is {size / 1048576:.1f} MiB; one event may hold {limit / 1048576:.1f} MiB"
+    return None
 
 
 class BatchDecodeError(ValueError):
@@ -88,6 +112,19 @@ class Channel(msgspec.Struct, frozen=True, kw_only=True):
 
 def channels() -> tuple[Channel, ...]:
     """The public event contract, channel by channel (rendered as AsyncAPI by the gateway)."""
+    from contracts.agents import (
+        AgentCancelRequested,
+        AgentFinished,
+        AgentNudged,
+        AgentRequested,
+        AgentStarted,
+        ContextCompressed,
+        LlmCallRecorded,
+        ModelCallFailed,
+        SubAgentDispatched,
+        ToolCallRecorded,
+        ToolCallsDispatched,
+    )
     from contracts.chat import CHAT_COMMAND_EVENTS, CHAT_TURN_EVENTS
     from contracts.nodes import (
         ChildRunStarted,
@@ -106,6 +143,8 @@ def channels() -> tuple[Channel, ...]:
         RunRequested,
         RunStarted,
     )
+    from contracts.schedules import CronTicked
+    from contracts.tools import SandboxToolCancelled, SandboxToolDispatched
 
     return (
         Channel(
@@ -127,6 +166,7 @@ def channels() -> tuple[Channel, ...]:
                 RunStarted,
                 NodeDispatched,
                 NodeCompleted,
+                NodeAttemptFailed,
                 NodeRetryScheduled,
                 TimerScheduled,
                 ChildRunStarted,
@@ -139,9 +179,26 @@ def channels() -> tuple[Channel, ...]:
             address="heym.run.{run_id}.node.{invocation_id}",
             writer="executing service (agent_runtime, tool_sandbox, scheduler for child runs)",
             description=(
-                "One node invocation's own history, ending with NodeCompleted or NodeAttemptFailed."
+                "One node invocation's result: exactly one NodeCompleted or NodeAttemptFailed."
             ),
             events=(NodeCompleted, NodeAttemptFailed),
+        ),
+        Channel(
+            name="cron-schedules",
+            address="heym.cron.schedule.{workflow_id}",
+            writer="gateway (on save), scheduler (reconciliation)",
+            description=(
+                "A cron workflow's schedule: a JetStream cron schedule message (Nats-Schedule) "
+                "whose target is heym.cron.tick.{workflow_id}."
+            ),
+            events=(CronTicked,),
+        ),
+        Channel(
+            name="cron-ticks",
+            address="heym.cron.tick.{workflow_id}",
+            writer="NATS (the schedule firing)",
+            description="One message per tick; the scheduler starts one run (trigger source cron).",
+            events=(CronTicked,),
         ),
         Channel(
             name="run-timers",
@@ -170,5 +227,41 @@ def channels() -> tuple[Channel, ...]:
                 "each model round, each tool's start and end, compressions, the turn's end."
             ),
             events=CHAT_TURN_EVENTS,
+        ),
+        Channel(
+            name="agent-invocations",
+            address="heym.agent.{run_id}.{invocation_id}",
+            writer=(
+                "agent_runtime (its steps), the scheduler (requests, cancels, sub-workflow "
+                "results), the tool sandbox and sub-agents (tool results)"
+            ),
+            description=(
+                "One agent or llm invocation's own history: its request, prompt, model turns "
+                "(and failed attempts), tool dispatches and results, compressions, cancel, "
+                "and its end. Internal to the agent runtime: may change between versions."
+            ),
+            events=(
+                AgentRequested,
+                SubAgentDispatched,
+                AgentStarted,
+                LlmCallRecorded,
+                ModelCallFailed,
+                ToolCallsDispatched,
+                ToolCallRecorded,
+                ContextCompressed,
+                AgentCancelRequested,
+                AgentNudged,
+                AgentFinished,
+            ),
+        ),
+        Channel(
+            name="work-items",
+            address="heym.work.{run_id}.{service}.{item_id}",
+            writer="agent_runtime",
+            description=(
+                "Work for a service that is not a scheduler decision: an agent's tool call for "
+                "the tool sandbox, and its cancellation. Internal: may change between versions."
+            ),
+            events=(SandboxToolDispatched, SandboxToolCancelled),
         ),
     )

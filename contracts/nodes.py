@@ -41,6 +41,8 @@ class NodeDispatched(Event, tag="node.dispatched", frozen=True):
     workflow: WorkflowSnapshot | None = None
     sub_workflows: dict[str, WorkflowSnapshot] = msgspec.field(default_factory=dict)
     trigger_source: str = "API"
+    # The run's global variables (`$global` = these overlaid with `vars`).
+    globals: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class NodeCompleted(Event, tag="node.completed", frozen=True):

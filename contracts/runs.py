@@ -23,6 +23,11 @@ class ParentLink(msgspec.Struct, frozen=True, kw_only=True):
     wait: bool = True
     # "execute" for an Execute node, "agent" for an agent's call_sub_workflow tool.
     via: str = "execute"
+    # For `via="agent"`: the tool call the child run answers; its end is appended to the agent's
+    # aggregate as that call's `agent.tool_result`.
+    tool_call_id: str = ""
+    turn: int = 0
+    tool_name: str = ""
 
 
 class WorkflowSnapshot(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +62,9 @@ class RunRequested(Event, tag="run.requested", frozen=True):
     # run waits on it without holding anything in memory: today a conversation's command
     # subject (`heym.chat.<conversation>.cmd`, see `subjects.is_report_target`).
     report_to: str = ""
+    # The owner's global variables when the run started (`$global`; a child run gets its
+    # parent's, overlaid with the parent's `$vars`). Replay reads these, never the live store.
+    globals: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class CancelRequested(Event, tag="run.cancel_requested", frozen=True):
@@ -74,6 +82,7 @@ class RunOutputReady(Event, tag="run.output_ready", frozen=True):
 
     node_id: str
     outputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    execution_time_ms: float = 0.0
 
 
 class RunCompleted(Event, tag="run.completed", frozen=True):

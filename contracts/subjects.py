@@ -1,7 +1,7 @@
 """Every NATS subject and stream name in Heym, and the builders that make them.
 
-Layout of the run stream (`HEYM_RUNS`, subjects `heym.run.>`, `heym.agent.>`, `heym.work.>`
-and `heym.timers.>`):
+Layout of the run stream (`HEYM_RUNS`, subjects `heym.run.>`, `heym.agent.>`, `heym.work.>`,
+`heym.timers.>` and `heym.cron.>`):
 
 - `heym.run.<run>.cmd`              requests into a run from outside (RunRequested, CancelRequested)
 - `heym.run.<run>.sched.<service>`  the scheduler's decisions; the last token names the service
@@ -23,6 +23,9 @@ and `heym.timers.>`):
                                     (messages, edits, cancel, run ends, fired timers)
 - `heym.chat.<conversation>.turn`   what the assistant recorded (prompts, model rounds, tools)
 - `heym.timers.chat-<conversation>.<timer>` a conversation's pending timer (target: its `.cmd`)
+- `heym.cron.schedule.<workflow>`   a cron workflow's schedule (a JetStream cron schedule message,
+                                    one per workflow; the server writes each tick to the next one)
+- `heym.cron.tick.<workflow>`       the ticks of that schedule (`CronTicked`), each started as a run
 
 The scheduler's view of a run is `heym.run.<run>.>` (its replay filter and its concurrency
 scope); everything recorded for a run, agent turns included, is `heym.*.<run>.>`.
@@ -41,6 +44,7 @@ RUN_STREAM_SUBJECTS: Final = (
     "heym.work.>",
     "heym.timers.>",
     "heym.chat.>",
+    "heym.cron.>",
 )
 
 SERVICES: Final = ("gateway", "scheduler", "agent_runtime", "tool_sandbox", "review")
@@ -102,6 +106,20 @@ def run_timer(run_id: str) -> str:
 
 def timer_schedule(run_id: str, timer_id: str) -> str:
     return f"heym.timers.{token(run_id)}.{token(timer_id)}"
+
+
+def cron_schedule(workflow_id: str) -> str:
+    """A cron workflow's schedule message (the last one on the subject is the schedule)."""
+    return f"heym.cron.schedule.{token(workflow_id)}"
+
+
+def cron_tick(workflow_id: str) -> str:
+    """Where the server writes each tick of a workflow's cron schedule."""
+    return f"heym.cron.tick.{token(workflow_id)}"
+
+
+ALL_CRON_SCHEDULES: Final = "heym.cron.schedule.*"
+ALL_CRON_TICKS: Final = "heym.cron.tick.*"
 
 
 def run_id_of(subject: str) -> str:

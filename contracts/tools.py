@@ -5,26 +5,28 @@ An agent's python, skill, mcp and canvas-node (`http`) tool calls are dispatched
 sequence 0, so a call is dispatched once however often the agent re-drives). Any sandbox
 replica may take it; the sandbox records the call's result as an `agent.tool_result`
 (`ToolCallRecorded`) on the calling agent's aggregate `heym.agent.<run>.<invocation>`, with
-the message id `tool-<invocation>-<tool_call_id>`, and never runs a call again once that
+the message id `tool-<run>-<invocation>-<tool_call_id>`, and never runs a call again once that
 result is recorded. A `SandboxToolCancelled` on the same work-item subject asks the sandbox to
 stop the call (kill its process); the cancelled agent records its own end either way.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import msgspec
 
 from contracts.base import Event
-from contracts.subjects import query
 
 SandboxSource = Literal["python", "skill", "mcp", "node_tool"]
 
 
-def tool_result_message_id(invocation_id: str, tool_call_id: str) -> str:
-    """The message id of a tool call's result on the agent's aggregate (deduplicates retries)."""
-    return f"tool-{invocation_id}-{tool_call_id}"
+def tool_result_message_id(run_id: str, invocation_id: str, tool_call_id: str) -> str:
+    """The message id of a tool call's result on the agent's aggregate (deduplicates retries).
+
+    Invocation and tool call ids repeat across runs (`i2`, a model's `call_1`): the run id
+    makes the message id unique in the stream's duplicate window."""
+    return f"tool-{run_id}-{invocation_id}-{tool_call_id}"
 
 
 class SandboxToolDispatched(Event, tag="tool.dispatched", frozen=True):
@@ -62,23 +64,3 @@ class SandboxToolCancelled(Event, tag="tool.cancelled", frozen=True):
 
 
 SANDBOX_TOOL_EVENTS: tuple[type[Event], ...] = (SandboxToolDispatched, SandboxToolCancelled)
-
-# Deprecated request/reply route, kept only until the work-item route replaces it.
-TOOL_SUBJECT: Final = query("tool_sandbox", "run_tool")
-
-
-class SandboxToolRequest(msgspec.Struct, kw_only=True):
-    source: str
-    name: str
-    arguments: dict[str, Any]
-    meta: dict[str, Any]
-    timeout_s: float
-    run_id: str
-    invocation_id: str
-    tool_call_id: str
-
-
-class SandboxToolReply(msgspec.Struct, kw_only=True):
-    result: Any = None
-    error: str | None = None
-    status: str = "success"

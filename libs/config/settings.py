@@ -38,6 +38,16 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Host names (besides loopback and HEYM_HTTP_HOST) MCP clients may use: the MCP endpoints
     # refuse other Host/Origin headers (DNS-rebinding protection).
     mcp_allowed_hosts: tuple[str, ...] = ()
+    # Retries of a failed model request (429, 5xx, timeout) inside one agent invocation,
+    # before the node's own retry policy applies.
+    model_retries: int = 3
+    # The sweeper (scheduler): how often it looks for runs that went quiet, and how quiet
+    # (seconds since their last event) a run must be before it is re-driven.
+    sweep_interval_s: float = 15.0
+    sweep_quiet_s: float = 60.0
+    # Back-off before a failed message is delivered again (doubling, at most 30 s); after
+    # the consumer's last delivery the work is failed with a recorded error.
+    redelivery_backoff_s: float = 1.0
     # Event log limits.
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
@@ -109,6 +119,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         shutdown_grace_s=_float(env, "HEYM_SHUTDOWN_GRACE_S", 10.0),
         execute_timeout_s=_float(env, "HEYM_EXECUTE_TIMEOUT_S", 300.0),
         model_timeout_s=_float(env, "HEYM_MODEL_TIMEOUT_S", 60.0),
+        model_retries=_int(env, "HEYM_MODEL_RETRIES", 3, lo=0, hi=10),
+        redelivery_backoff_s=_float(env, "HEYM_REDELIVERY_BACKOFF_S", 1.0),
+        sweep_interval_s=_float(env, "HEYM_SWEEP_INTERVAL_S", 15.0),
+        sweep_quiet_s=_float(env, "HEYM_SWEEP_QUIET_S", 60.0),
         max_message_bytes=_int(
             env, "HEYM_MAX_MESSAGE_BYTES", 8 * 1024 * 1024, lo=64 * 1024, hi=64 * 1024 * 1024
         ),

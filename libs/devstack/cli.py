@@ -17,6 +17,12 @@ def main(argv: list[str] | None = None) -> int:
         "up",
         help="start embedded NATS and Postgres and the five services; Ctrl-C stops everything",
     )
+    admin = sub.add_parser("admin", help="administer a deployment (HEYM_DATABASE_URL)")
+    admin_sub = admin.add_subparsers(dest="action", required=True)
+    admin_sub.add_parser(
+        "create",
+        help="make sure the admin user exists and print a new API key for it (once)",
+    )
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
@@ -28,6 +34,20 @@ def main(argv: list[str] | None = None) -> int:
         from libs.devstack.stack import run_stack
 
         return asyncio.run(run_stack(settings))
+    if args.command == "admin" and args.action == "create":
+        from libs.devstack.admin import create_admin
+
+        try:
+            email, key = asyncio.run(create_admin(settings))
+        except SettingsError as exc:
+            print(f"heym: {exc}", file=sys.stderr)
+            return 2
+        if key is None:
+            print(f"admin {email}: HEYM_ADMIN_API_KEY is valid for it")
+        else:
+            print(f"admin {email}: API key (shown once, store it now):")
+            print(key)
+        return 0
     return 2
 
 

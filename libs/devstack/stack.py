@@ -18,7 +18,7 @@ from nats.aio.client import Client as NATS
 from contracts import subjects
 from contracts.health import HealthReply
 from libs.accounts import ADMIN_EMAIL, ensure_admin
-from libs.config import Settings
+from libs.config import Settings, service_env
 from libs.db import apply_migrations
 from libs.db.pool import init_connection
 from libs.devstack.children import Child, child_env, current_env, watch
@@ -131,7 +131,7 @@ class Stack:
         finally:
             await conn.close()
         for name in SERVICE_ORDER:
-            child = Child(name, env, self.data_dir / "logs")
+            child = Child(name, service_env(name, env), self.data_dir / "logs")
             await child.start()
             self.children[name] = child
 

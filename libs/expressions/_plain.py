@@ -41,8 +41,13 @@ def to_plain(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
-    if isinstance(value, BoundMethod) and value.takes_no_arguments():
-        # `$s.upper` without parentheses reads as the zero-argument call.
+    if (
+        isinstance(value, BoundMethod)
+        and value.takes_no_arguments()
+        and not value.is_container_attribute()
+    ):
+        # `$s.upper` without parentheses reads as the zero-argument call; `$obj.items` on an
+        # object without an `items` key is null, never the container's own method.
         return to_plain(value())
     if callable(value):
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any, Protocol
@@ -35,6 +35,10 @@ class Runtime(Protocol):
         ...
 
 
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+_LIST_ATTRIBUTES = frozenset(dir(list))
+
+
 # eq=False keeps identity hashing: the receiver may be an unhashable dict or list, and
 # simpleeval tests returned callables for membership in its forbidden-function set.
 @dataclass(frozen=True, eq=False)
@@ -48,6 +52,14 @@ class BoundMethod:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(self.runtime, self.receiver, *args, **kwargs)
+
+    def is_container_attribute(self) -> bool:
+        """True for a name Python's dict or list type has (`items`, `keys`, `pop`, `sort`...)
+        on an object or array: such a name is a method only when called, never a value."""
+        receiver = self.receiver
+        if isinstance(receiver, Mapping):
+            return self.name in _DICT_ATTRIBUTES
+        return isinstance(receiver, list | tuple) and self.name in _LIST_ATTRIBUTES
 
     def takes_no_arguments(self) -> bool:
         """True when the method can be called with no arguments (``$now.format``)."""

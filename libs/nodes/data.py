@@ -43,7 +43,8 @@ def set_node(call: NodeView) -> Outcome:
     return Outcome(output=resolved)
 
 
-def _coerce(value: Any, kind: str) -> Any:
+def coerce_variable(value: Any, kind: str) -> Any:
+    """A variable node's value as its `variableType` says (Heym's coercions)."""
     if kind == "number" and isinstance(value, str):
         try:
             return float(value) if "." in value else int(value)
@@ -79,5 +80,7 @@ def variable(call: NodeView) -> Outcome:
         return Outcome.fail(
             f"node {call.label!r} field variableValue expression {raw!r}: {exc.message}"
         )
-    value = _coerce(value, kind)
-    return Outcome(output={"name": name, "value": value, "type": kind})
+    value = coerce_variable(value, kind)
+    # `isGlobal` values are persisted when the run ends (from its recorded results).
+    metadata = {"global": True} if data.get("isGlobal") else {}
+    return Outcome(output={"name": name, "value": value, "type": kind}, metadata=metadata)

@@ -3,9 +3,10 @@ responses and streams and by the execution-history projection, so all three agre
 
 from libs.results.shapes import (
     node_result,
+    numbered,
     retry_result,
     sse_frames,
     strip_private,
 )
 
-__all__ = ["node_result", "retry_result", "sse_frames", "strip_private"]
+__all__ = ["node_result", "numbered", "retry_result", "sse_frames", "strip_private"]

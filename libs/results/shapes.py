@@ -23,8 +23,19 @@ from contracts.runs import RunCompleted, RunOutputReady, RunStarted
 
 
 def _sequence(env: Envelope) -> int:
-    # Heym orders node results by a monotonic `sequence`; the stream position is one.
+    # The event's position in the log; `numbered` turns it into Heym's per-run `sequence`.
     return env.sequence * 1000 + env.index
+
+
+def numbered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows in log order with Heym's `metadata.sequence`: 1, 2, 3... within the run.
+
+    Rows come from `node_result` / `retry_result`, whose `sequence` is still the log
+    position (the stream position stays in `metadata.stream_sequence`)."""
+    ordered = sorted(rows, key=lambda r: r["metadata"]["sequence"])
+    for i, row in enumerate(ordered, start=1):
+        row["metadata"] = {**row["metadata"], "sequence": i}
+    return ordered
 
 
 def node_result(env: Envelope, ev: NodeCompleted) -> dict[str, Any]:
@@ -32,6 +43,7 @@ def node_result(env: Envelope, ev: NodeCompleted) -> dict[str, Any]:
     metadata.pop("loop", None)  # scheduler bookkeeping, not part of the result
     metadata.update(
         sequence=_sequence(env),
+        stream_sequence=env.sequence,
         started_at_ms=ev.started_at_ms,
         ended_at_ms=ev.finished_at_ms,
         attempt=ev.attempt,
@@ -71,6 +83,7 @@ def retry_result(env: Envelope, ev: NodeRetryScheduled) -> dict[str, Any]:
         "error": ev.error,
         "metadata": {
             "sequence": _sequence(env),
+            "stream_sequence": env.sequence,
             "retry_stage": "attempt_failed",
             "invocation_id": ev.failed_invocation_id,
             **retry,
@@ -117,6 +130,9 @@ def sse_frames(
             frames.append(_node_start(ev.node_id, ev.node_label, messages))
         result = node_result(env, ev)
         frames.append({"type": "node_complete", **result})
+        if ev.node_type == "jsonOutputMapper" and ev.status == "success":
+            # Heym streams every jsonOutputMapper's result as a final output at once.
+            frames.append(_final_output(ev.node_id, ev.node_label, ev.node_type, ev.output, result))
         return frames
     if isinstance(ev, LlmCallRecorded | ToolCallRecorded | ContextCompressed):
         return [
@@ -131,8 +147,16 @@ def sse_frames(
     if isinstance(ev, SubAgentDispatched):
         return [_node_start(ev.node_id, ev.node_label, messages)]
     if isinstance(ev, RunOutputReady):
+        label, output = next(iter(ev.outputs.items()), ("", None))
         return [
-            {"type": "final_output", "node_id": ev.node_id, "output": strip_private(ev.outputs)}
+            {
+                "type": "final_output",
+                "node_id": ev.node_id,
+                "node_label": label,
+                "node_type": "output",
+                "output": strip_private(output),
+                "execution_time_ms": ev.execution_time_ms,
+            }
         ]
     if isinstance(ev, RunCompleted):
         return [
@@ -145,6 +169,19 @@ def sse_frames(
             }
         ]
     return []
+
+
+def _final_output(
+    node_id: str, label: str, node_type: str, output: Any, result: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "type": "final_output",
+        "node_id": node_id,
+        "node_label": label,
+        "node_type": node_type,
+        "output": strip_private(output),
+        "execution_time_ms": result["execution_time_ms"],
+    }
 
 
 def _stamp(env: Envelope) -> str:

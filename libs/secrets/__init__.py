@@ -14,22 +14,29 @@ from libs.secrets.credentials import (
     ResolvedCredential,
     client_base_url,
     credential_aad,
+    credential_values,
     key_hint,
     load_credential,
+    mentions_credentials,
 )
+from libs.secrets.masking import Masker, masked_form
 
 __all__ = [
     "CREDENTIAL_TYPES",
     "GOOGLE_OPENAI_BASE_URL",
     "CredentialType",
     "DecryptError",
+    "Masker",
     "ResolvedCredential",
     "SecretBox",
     "SecretKeyError",
     "client_base_url",
     "credential_aad",
+    "credential_values",
     "generate_key",
     "key_hint",
     "load_credential",
     "load_or_create_key",
+    "masked_form",
+    "mentions_credentials",
 ]

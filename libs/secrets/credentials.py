@@ -108,3 +108,28 @@ async def load_credential(
         base_url=row["base_url"],
         api_key=api_key,
     )
+
+
+def mentions_credentials(nodes: list[dict[str, Any]]) -> bool:
+    """Whether any node's configuration refers to `$credentials` (only then are they loaded)."""
+    return "$credentials" in msgspec.json.encode(nodes).decode()
+
+
+async def credential_values(
+    pool_or_conn: Conn | asyncpg.Pool[Any], box: SecretBox, owner_id: str
+) -> dict[str, str]:
+    """`$credentials`: each of the user's credentials by name, decrypted (never recorded: the
+    caller resolves expressions with it and masks what it records)."""
+    oid = _uuid(owner_id)
+    if oid is None:
+        return {}
+    rows = await pool_or_conn.fetch(
+        "SELECT id, name, secret FROM credentials WHERE owner_id = $1", oid
+    )
+    values: dict[str, str] = {}
+    for row in rows:
+        try:
+            values[row["name"]] = box.decrypt(row["secret"], aad=credential_aad(row["id"]))
+        except DecryptError:
+            continue  # an undecryptable credential is simply not available
+    return values

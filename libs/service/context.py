@@ -104,6 +104,7 @@ class ServiceContext:
 
     def add_consumer(self, consumer: WorkConsumer) -> None:
         """Start `consumer` once the context is open; stop it first when the service stops."""
+        consumer.backoff_s = self.settings.redelivery_backoff_s
         self._consumers.append(consumer)
 
     async def start_consumers(self) -> None:

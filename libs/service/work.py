@@ -29,6 +29,15 @@ from libs.eventlog import EventLog
 log = logging.getLogger(__name__)
 
 Handler = Callable[[list[Envelope], Msg], Awaitable[None]]
+# Called once a message will never be handled: its envelopes (or None if it could not be
+# decoded), its subject and why. Services record a failure there (a node's, a run's, a tool
+# call's) so nothing waits for ever on work that is gone.
+Poisoned = Callable[[list[Envelope] | None, str, str], Awaitable[None]]
+
+
+def redelivery_delay(delivered: int, base_s: float) -> float:
+    """Back-off before the next delivery of a message that failed `delivered` times."""
+    return min(base_s * 2.0 ** (delivered - 1), 30.0)
 
 
 class WorkConsumer:
@@ -44,6 +53,7 @@ class WorkConsumer:
         max_ack_pending: int = 10_000,
         manual_ack: bool = False,
         max_workers: int = 1,
+        on_poison: Poisoned | None = None,
     ) -> None:
         self.durable = f"{service}-{purpose}"
         self.subject = subject
@@ -52,6 +62,9 @@ class WorkConsumer:
         self._ack_wait = ack_wait_s
         self._max_ack_pending = max_ack_pending
         self._manual_ack = manual_ack
+        self._on_poison = on_poison
+        # Set from the service's settings when the consumer is added (HEYM_REDELIVERY_BACKOFF_S).
+        self.backoff_s = 1.0
         self._slots = asyncio.Semaphore(max_workers) if max_workers > 1 else None
         self._tasks: set[asyncio.Task[None]] = set()
         self._sub: Subscription | None = None
@@ -113,12 +126,13 @@ class WorkConsumer:
                 _seq(msg),
                 exc,
             )
+            await self._poisoned(None, msg.subject, f"malformed message: {exc}")
             with contextlib.suppress(Exception):
                 await msg.term()
             return
         try:
             await self._handle(envelopes, msg)
-        except Exception:
+        except Exception as exc:
             delivered = msg.metadata.num_delivered
             log.exception(
                 "%s failed on %s (delivery %d of %d)",
@@ -127,15 +141,27 @@ class WorkConsumer:
                 delivered,
                 self._max_deliver,
             )
-            with contextlib.suppress(Exception):
-                if delivered >= self._max_deliver:
+            if delivered >= self._max_deliver:
+                await self._poisoned(envelopes, msg.subject, f"{type(exc).__name__}: {exc}")
+                with contextlib.suppress(Exception):
                     await msg.term()
-                else:
-                    await msg.nak(delay=min(2.0**delivered, 30.0))
+            else:
+                with contextlib.suppress(Exception):
+                    await msg.nak(delay=redelivery_delay(delivered, self.backoff_s))
             return
         if not self._manual_ack:
             with contextlib.suppress(Exception):
                 await msg.ack()
+
+    async def _poisoned(self, envelopes: list[Envelope] | None, subject: str, why: str) -> None:
+        if self._on_poison is None:
+            return
+        try:
+            await self._on_poison(envelopes, subject, why)
+        except Exception:
+            log.exception(
+                "%s could not record the failure of a message on %s", self.durable, subject
+            )
 
 
 def _seq(raw: Msg) -> str:

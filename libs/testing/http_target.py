@@ -112,6 +112,8 @@ class HttpTarget:
             return 200, {"name": name, "count": self.counts[path]}
         if parts[:1] == ["hang-first"] and self.counts[path] == 1:
             await asyncio.sleep(3600)
+        if parts[:1] == ["big"]:
+            return 200, {"data": "x" * int(name)}
         if parts[:1] == ["status"]:
             return int(name), {"status": int(name)}
         return 200, {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from libs.schedules import CronError, cron_trigger
 from libs.workflow.store import WorkflowRow
 from libs.workflow.validation import validate_workflow
 
@@ -98,6 +99,11 @@ def checked_fields(
         }
         for i in validate_workflow(fields["nodes"], fields["edges"])
     )
+    if isinstance(fields["nodes"], list):
+        try:
+            cron_trigger(fields["nodes"])
+        except CronError as exc:
+            problems.append({"field": "nodes", "code": "cron_expression", "message": str(exc)})
     return fields, problems
 
 

@@ -9,6 +9,7 @@ import asyncpg
 import msgspec
 
 from contracts.runs import WorkflowSnapshot
+from libs.db import workflows as db_workflows
 from libs.db.types import Conn
 
 _COLUMNS = (
@@ -180,45 +181,9 @@ async def list_versions(conn: Conn | asyncpg.Pool[Any], workflow_id: str) -> lis
     ]
 
 
-def referenced_workflows(nodes: list[dict[str, Any]]) -> set[str]:
-    """Workflow ids a run may start: Execute nodes' targets and agents' sub-workflows."""
-    found: set[str] = set()
-    for node in nodes:
-        data = node.get("data") if isinstance(node, dict) else None
-        if not isinstance(data, dict):
-            continue
-        if node.get("type") == "execute" and data.get("executeWorkflowId"):
-            found.add(str(data["executeWorkflowId"]))
-        for wid in data.get("subWorkflowIds") or []:
-            found.add(str(wid))
-    return found
-
-
 async def workflow_cache(
     conn: Conn | asyncpg.Pool[Any], owner_id: str, root: WorkflowRow
 ) -> dict[str, WorkflowSnapshot]:
-    """Every workflow reachable from `root` through Execute nodes and agent sub-workflows,
-    owned by the same user, loaded once so the run never reads configuration again."""
-    cache: dict[str, WorkflowSnapshot] = {}
-    pending = referenced_workflows(root.nodes)
-    while pending:
-        ids = [u for u in (parse_id(w) for w in pending - cache.keys()) if u is not None]
-        pending = set()
-        if not ids:
-            break
-        rows = await conn.fetch(
-            f"SELECT {_COLUMNS} FROM workflows WHERE id = ANY($1::uuid[]) AND owner_id = $2",
-            ids,
-            uuid.UUID(owner_id),
-        )
-        for r in rows:
-            row = _row(r)
-            cache[row.id] = WorkflowSnapshot(
-                id=row.id, name=row.name, nodes=row.nodes, edges=row.edges
-            )
-            pending |= referenced_workflows(row.nodes) - cache.keys()
-    if root.id not in cache:
-        cache[root.id] = WorkflowSnapshot(
-            id=root.id, name=root.name, nodes=root.nodes, edges=root.edges
-        )
-    return cache
+    """Every workflow reachable from `root` (Execute nodes, agent sub-workflows), same owner."""
+    snapshot = WorkflowSnapshot(id=root.id, name=root.name, nodes=root.nodes, edges=root.edges)
+    return await db_workflows.workflow_cache(conn, owner_id, snapshot)

@@ -1,4 +1,9 @@
-"""`AgentCall`: one agent or llm invocation to run (from a dispatch or a sub-agent call)."""
+"""`AgentCall`: the invocation's context (node, inputs, workflow, parent), read off its request.
+
+Built from the first event of the aggregate (`agent.requested` from a scheduler dispatch, or
+`agent.sub_agent_dispatched` from an orchestrator), so every step on every replica works
+from the same recorded context.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from contracts.agents import SubAgentDispatched
-from contracts.base import Envelope
-from contracts.nodes import NodeDispatched
+from contracts.agents import AgentRequested, SubAgentDispatched
 from contracts.runs import WorkflowSnapshot
 from libs.expressions import ExpressionContext, build_context
+from services.agent_runtime.domain import Request
 
 MAX_SUB_AGENT_DEPTH = 5
 
@@ -37,7 +41,12 @@ class AgentCall:
     run_depth: int = 0
     agent_depth: int = 0
     trigger_source: str = "API"
+    test_run: bool = False
     parent_invocation_id: str | None = None
+    parent_tool_call_id: str = ""
+    parent_turn: int = 0
+    parent_node_id: str = ""
+    parent_node_label: str = ""
     correlation_id: str | None = None
     _ctx: ExpressionContext | None = field(default=None, repr=False)
 
@@ -59,37 +68,42 @@ class AgentCall:
         return self._ctx
 
     @classmethod
-    def from_dispatch(cls, env: Envelope, ev: NodeDispatched) -> AgentCall:
-        return cls(
-            run_id=env.run_id,
-            invocation_id=ev.invocation_id,
-            node_id=ev.node_id,
-            node_label=ev.node_label,
-            node_type=ev.node_type,
-            node=ev.node,
-            inputs=ev.inputs,
-            upstream=ev.upstream,
-            vars=ev.vars,
-            owner_id=ev.owner_id,
-            workflow_id=ev.workflow_id,
-            workflow=ev.workflow,
-            sub_workflows=ev.sub_workflows,
-            attempt=ev.attempt,
-            dispatched_at_ms=ev.dispatched_at_ms,
-            timezone=ev.timezone,
-            traceparent=env.traceparent,
-            run_depth=ev.depth,
-            trigger_source=ev.trigger_source,
-            correlation_id=env.correlation_id or env.run_id,
-        )
+    def from_request(
+        cls, run_id: str, request: Request, *, requested_at_ms: int, traceparent: str | None
+    ) -> AgentCall:
+        if isinstance(request, AgentRequested):
+            return cls(
+                run_id=run_id,
+                invocation_id=request.invocation_id,
+                node_id=request.node_id,
+                node_label=request.node_label,
+                node_type=request.node_type,
+                node=request.node,
+                inputs=request.inputs,
+                upstream=request.upstream,
+                vars=request.vars,
+                owner_id=request.owner_id,
+                workflow_id=request.workflow_id,
+                workflow=request.workflow,
+                sub_workflows=request.sub_workflows,
+                attempt=request.attempt,
+                dispatched_at_ms=request.dispatched_at_ms or requested_at_ms,
+                timezone=request.timezone,
+                traceparent=traceparent,
+                run_depth=request.depth,
+                trigger_source=request.trigger_source,
+                test_run=request.test_run,
+                correlation_id=run_id,
+            )
+        return cls._from_sub_agent(run_id, request, requested_at_ms, traceparent)
 
     @classmethod
-    def from_sub_agent(
-        cls, env: Envelope, ev: SubAgentDispatched, parent: AgentCall | None = None
+    def _from_sub_agent(
+        cls, run_id: str, ev: SubAgentDispatched, requested_at_ms: int, traceparent: str | None
     ) -> AgentCall:
         synthetic = {"input": {"text": ev.prompt, "body": {"text": ev.prompt}}}
         return cls(
-            run_id=env.run_id,
+            run_id=run_id,
             invocation_id=ev.invocation_id,
             node_id=ev.node_id,
             node_label=ev.node_label,
@@ -103,12 +117,17 @@ class AgentCall:
             workflow=ev.workflow,
             sub_workflows=ev.sub_workflows,
             attempt=1,
-            dispatched_at_ms=int(env.recorded_at.timestamp() * 1000),
+            dispatched_at_ms=requested_at_ms,
             timezone=ev.timezone,
-            traceparent=env.traceparent,
+            traceparent=traceparent,
             run_depth=ev.run_depth,
             agent_depth=ev.depth,
             trigger_source=ev.trigger_source,
+            test_run=ev.test_run,
             parent_invocation_id=ev.parent_invocation_id,
-            correlation_id=env.correlation_id or env.run_id,
+            parent_tool_call_id=ev.tool_call_id,
+            parent_turn=ev.turn,
+            parent_node_id=ev.parent_node_id,
+            parent_node_label=ev.parent_node_label,
+            correlation_id=run_id,
         )

@@ -17,7 +17,7 @@ from services.agent_runtime._compression_limits import (
     MODEL_CONTEXT_LIMITS,
     context_limit,
 )
-from services.agent_runtime._compression_plan import (
+from services.agent_runtime.domain.compression_plan import (
     SINGLE_TURN_TAIL,
     THRESHOLD,
     Message,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import openai
@@ -18,9 +20,18 @@ _REASONING = ("o1", "o3", "o4", "gpt-5")
 class ModelError(Exception):
     """The model could not answer (timeout, HTTP error, malformed reply)."""
 
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = True,
+        status_code: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.status_code = status_code
+        self.retry_after_s = retry_after_s
 
 
 @dataclass
@@ -105,7 +116,9 @@ class ModelClients:
         except openai.APIStatusError as exc:
             raise ModelError(
                 f"model {model!r} answered HTTP {exc.status_code}: {_detail(exc)}",
-                retryable=exc.status_code >= 500 or exc.status_code == 429,
+                retryable=exc.status_code >= 500 or exc.status_code in (408, 409, 429),
+                status_code=exc.status_code,
+                retry_after_s=retry_after(exc.response.headers.get("retry-after")),
             ) from None
         except openai.APIConnectionError as exc:
             raise ModelError(f"cannot reach the model endpoint: {exc}") from None
@@ -140,6 +153,23 @@ class ModelClients:
             },
             elapsed_ms=elapsed,
         )
+
+
+def retry_after(value: str | None) -> float | None:
+    """`Retry-After` in seconds (delta-seconds or an HTTP date), None when absent or unusable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _detail(exc: openai.APIStatusError) -> str:

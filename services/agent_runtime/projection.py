@@ -33,7 +33,7 @@ def _invocation(env: Envelope) -> str:
 
 class TraceProjector:
     name = "agent_runtime-traces"
-    filter_subjects: Sequence[str] = (subjects.ALL_RUN_EVENTS,)
+    filter_subjects: Sequence[str] = (subjects.ALL_AGENT_EVENTS,)
 
     def project(self, envelope: Envelope, sql: StatementBatch) -> None:
         ev = envelope.event

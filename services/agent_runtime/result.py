@@ -11,7 +11,7 @@ from typing import Any
 
 from contracts.agents import ContextCompressed, ToolCallRecorded
 from libs.observability.redaction import sanitize_tool_records
-from services.agent_runtime.state import AgentState
+from services.agent_runtime.domain import AgentState, call_id
 
 _STATUSES = ("success", "error", "pending", "timeout", "cancelled")
 
@@ -20,11 +20,12 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat()
 
 
-def tool_record(r: ToolCallRecorded) -> dict[str, Any]:
+def tool_record(r: ToolCallRecorded, arguments: str = "") -> dict[str, Any]:
+    """One tool call's record; `arguments` fills in what a child reporting its end omits."""
     record: dict[str, Any] = {
         "tool_call_id": r.tool_call_id,
         "name": r.name,
-        "arguments": r.arguments,
+        "arguments": r.arguments or arguments,
         "result": r.result,
         "status": r.status,
         "source": r.source,
@@ -76,9 +77,11 @@ def records_in_order(state: AgentState) -> list[dict[str, Any]]:
         if number in state.compressions:
             out.append(compression_record(state.compressions[number]))
         for call in turn.tool_calls:
-            result = turn.results.get(call.get("id", ""))
+            result = turn.results.get(call_id(call))
             if result is not None:
-                out.append(tool_record(result))
+                function = call.get("function") or {}
+                raw = function.get("arguments") if isinstance(function, dict) else None
+                out.append(tool_record(result, raw if isinstance(raw, str) else ""))
     return out
 
 

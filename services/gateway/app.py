@@ -12,6 +12,7 @@ from litestar import Litestar, Request, Response
 from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 
+from libs.accounts.execution_tokens import signing_key
 from libs.config import Settings
 from libs.eventlog import EventLogError
 from libs.secrets import SecretBox
@@ -21,11 +22,14 @@ from services.gateway.chats import ChatController, chat_error_handler
 from services.gateway.credentials import CredentialController
 from services.gateway.event_docs import EventDocsController
 from services.gateway.execute import ExecuteController
+from services.gateway.execution_tokens import ExecutionTokenController
 from services.gateway.expressions_api import ExpressionController
+from services.gateway.global_variables import GlobalVariableController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
 from services.gateway.mcp.endpoint import McpEndpoints
 from services.gateway.mcp.settings_api import McpSettingsController
+from services.gateway.schedules_api import ScheduleController
 from services.gateway.traces import TraceController
 from services.gateway.workflows import WorkflowController
 
@@ -53,6 +57,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
         app.state.ctx = context
         app.state.settings = settings
         app.state.secrets = secrets_box
+        app.state.token_key = signing_key(settings.require_secret_key())
         context.ready()
         try:
             yield
@@ -73,6 +78,9 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             TraceController,
             ChatController,
             McpSettingsController,
+            ScheduleController,
+            ExecutionTokenController,
+            GlobalVariableController,
         ],
         lifespan=[lifespan, mcp.lifespan],
         state=State({"mcp": mcp}),

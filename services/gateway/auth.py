@@ -7,6 +7,7 @@ from litestar.datastructures import State
 from litestar.exceptions import NotAuthorizedException
 
 from libs.accounts import AccountUser, user_for_api_key
+from libs.accounts.execution_tokens import looks_like_token
 
 
 def presented_key(request: Request[object, object, State]) -> str | None:
@@ -28,6 +29,22 @@ async def optional_user(request: Request[object, object, State]) -> AccountUser 
     if user is None:
         raise NotAuthorizedException(detail="the API key is not valid")
     return user
+
+
+def presented_execution_token(request: Request[object, object, State]) -> str | None:
+    """An execution token sent as `X-Execution-Token`, or as a bearer that is a JWT."""
+    token = request.headers.get("x-execution-token")
+    if token:
+        return token.strip()
+    key = presented_key(request)
+    return key if key is not None and looks_like_token(key) else None
+
+
+async def user_unless_token(request: Request[object, object, State]) -> AccountUser | None:
+    """The API-key user, if any; a bearer execution token is not an API key (see execute)."""
+    if presented_execution_token(request) is not None and not request.headers.get("x-mcp-key"):
+        return None
+    return await optional_user(request)
 
 
 async def required_user(request: Request[object, object, State]) -> AccountUser:

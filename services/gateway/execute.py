@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
 from litestar import Controller, Request, Response, post
 from litestar.datastructures import State
 from litestar.di import Provide
@@ -18,15 +19,19 @@ from litestar.exceptions import (
     NotAuthorizedException,
     NotFoundException,
     PermissionDeniedException,
+    TooManyRequestsException,
 )
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
 
 from contracts.runs import RunCompleted, WorkflowSnapshot
 from libs.accounts import AccountUser
-from libs.results import sse_frames, strip_private
-from services.gateway import store
-from services.gateway.auth import optional_user, required_user
+from libs.accounts.execution_tokens import verify as verify_execution_token
+from libs.db.globals import global_values
+from libs.results import numbered, sse_frames, strip_private
+from libs.results.sub_runs import child_runs, sub_workflow_executions
+from services.gateway import store, throttle
+from services.gateway.auth import presented_execution_token, required_user, user_unless_token
 from services.gateway.bodies import json_body
 from services.gateway.runs import (
     new_run_request,
@@ -53,6 +58,11 @@ async def _authorise(
     """Who the run belongs to; raises 401/403 per the workflow's `auth_type`."""
     if user is not None and user.id == row.owner_id:
         return user.id
+    if row.auth_type == "jwt" and (token := presented_execution_token(request)) is not None:
+        state = request.app.state
+        if await verify_execution_token(state.ctx.pool, state.token_key, token, row.id):
+            return row.owner_id
+        raise NotAuthorizedException(detail="the execution token is not valid for this workflow")
     if row.auth_type == "anonymous":
         return row.owner_id
     if row.auth_type == "header_auth" and row.auth_header_key:
@@ -118,7 +128,7 @@ async def _run_request(request: Request[Any, Any, State], p: _Prepared) -> Any:
     ctx = request.app.state.ctx
     cache = await store.workflow_cache(ctx.pool, p.owner, p.row)
     snapshot = WorkflowSnapshot(id=p.row.id, name=p.row.name, nodes=p.row.nodes, edges=p.row.edges)
-    return new_run_request(
+    run = new_run_request(
         workflow=snapshot,
         owner_id=p.owner,
         inputs=p.envelope,
@@ -127,6 +137,8 @@ async def _run_request(request: Request[Any, Any, State], p: _Prepared) -> Any:
         cache=cache,
         traceparent=request.headers.get("traceparent"),
     )
+    # `$global` as it is now, snapshotted into the request (replay never reads the store).
+    return msgspec.structs.replace(run, globals=await global_values(ctx.pool, p.owner))
 
 
 def _status_code(done: RunCompleted) -> int:
@@ -137,6 +149,56 @@ def _status_code(done: RunCompleted) -> int:
     return 200
 
 
+class _Gate:
+    """What the rate limit and the cache said about a request (test runs skip both)."""
+
+    def __init__(self) -> None:
+        self.headers: dict[str, str] = {}
+        self.answer: Response[Any] | None = None
+        self.cached_outputs: Any = None
+        self.cache_key: str | None = None
+
+
+async def _gate(request: Request[Any, Any, State], p: _Prepared) -> _Gate:
+    gate = _Gate()
+    if p.test_run:
+        return gate
+    pool = request.app.state.ctx.pool
+    client = request.client.host if request.client else "unknown"
+    limit = await throttle.check_rate(pool, p.row, client)
+    if limit is not None:
+        gate.headers = limit.headers
+        if limit.limited:
+            await throttle.record(
+                pool,
+                p.row,
+                owner_id=p.owner,
+                status="rate_limited",
+                source=p.source,
+                inputs=p.envelope,
+            )
+            gate.answer = Response(
+                {"detail": "Rate limit exceeded"}, status_code=429, headers=limit.headers
+            )
+            return gate
+    if throttle.cache_ttl(p.row):
+        gate.cache_key = throttle.cache_key(p.row, p.envelope)
+        hit = await throttle.cached(pool, p.row, gate.cache_key)
+        if hit is not None:
+            gate.cached_outputs = hit
+            gate.headers = {**gate.headers, "X-Cache": "HIT"}
+            await throttle.record(
+                pool,
+                p.row,
+                owner_id=p.owner,
+                status="cached",
+                source=p.source,
+                inputs=p.envelope,
+                outputs=hit,
+            )
+    return gate
+
+
 class ExecuteController(Controller):
     path = "/api/workflows/{workflow_id:str}"
     tags = ["execution"]
@@ -144,14 +206,34 @@ class ExecuteController(Controller):
     @post(
         "/execute",
         summary="Run a workflow and answer with its outputs",
-        dependencies={"user": Provide(optional_user)},
+        dependencies={"user": Provide(user_unless_token)},
     )
     async def execute(
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None
     ) -> Response[Any]:
         prepared = await _prepare(request, workflow_id, user)
-        run = await _run_request(request, prepared)
         simple = _truthy(request.headers.get("x-simple-response"), True)
+        gate = await _gate(request, prepared)
+        if gate.answer is not None:
+            return gate.answer
+        if gate.cached_outputs is not None:
+            outputs = strip_private(gate.cached_outputs)
+            body: Any = (
+                outputs
+                if simple
+                else {
+                    "workflow_id": workflow_id,
+                    "status": "success",
+                    "outputs": outputs,
+                    "node_results": [],
+                    "execution_time_ms": 0.0,
+                    "sub_workflow_executions": [],
+                    "execution_history_id": None,
+                    "cached": True,
+                }
+            )
+            return Response(body, headers=gate.headers)
+        run = await _run_request(request, prepared)
         settings = request.app.state.settings
         event_log = request.app.state.ctx.event_log
         async with started_run(event_log, run, watch=True) as (run_id, queue):
@@ -183,34 +265,45 @@ class ExecuteController(Controller):
                 _status_code(done),
                 done.execution_time_ms,
             )
+            if gate.cache_key is not None and done.status == "success":
+                await throttle.store_outputs(
+                    request.app.state.ctx.pool, prepared.row, gate.cache_key, done.outputs
+                )
         if simple:
-            return Response(strip_private(outputs), status_code=code)
+            return Response(strip_private(outputs), status_code=code, headers=gate.headers)
         return Response(
             {
                 "workflow_id": workflow_id,
                 "status": status,
                 "outputs": strip_private(outputs),
-                "node_results": sorted(
-                    outcome.node_results, key=lambda r: r["metadata"]["sequence"]
-                ),
+                "node_results": numbered(outcome.node_results),
                 "execution_time_ms": elapsed,
+                "sub_workflow_executions": await sub_workflow_executions(
+                    event_log, outcome.children
+                ),
                 "execution_history_id": None if prepared.test_run else run_id,
             },
             status_code=code,
+            headers=gate.headers,
         )
 
     @post(
         "/execute/stream",
         summary="Run a workflow as a Server-Sent Events stream",
         status_code=200,
-        dependencies={"user": Provide(optional_user)},
+        dependencies={"user": Provide(user_unless_token)},
     )
     async def stream(
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None
     ) -> ServerSentEvent:
         prepared = await _prepare(request, workflow_id, user)
         if not prepared.row.sse_enabled and prepared.source not in INTERNAL_SOURCES:
-            raise ClientException(detail="streaming is not enabled for this workflow (sse_enabled)")
+            raise ClientException(detail="SSE streaming is disabled for this workflow")
+        gate = await _gate(request, prepared)
+        if gate.answer is not None:
+            raise TooManyRequestsException(detail="Rate limit exceeded", headers=gate.headers)
+        if gate.cached_outputs is not None:
+            return _cached_stream(workflow_id, strip_private(gate.cached_outputs), gate.headers)
         run = await _run_request(request, prepared)
         simple = _truthy(request.headers.get("x-simple-response"), True)
         messages = _start_messages(prepared.row)
@@ -219,15 +312,20 @@ class ExecuteController(Controller):
         async def frames() -> AsyncIterator[ServerSentEventMessage]:
             finished = False
             results: list[dict[str, Any]] = []
+            children: list[str] = []
             async with started_run(ctx.event_log, run) as (run_id, queue):
                 try:
                     while not finished:
                         env = await queue.get()
+                        children.extend(child_runs([env]))
                         for frame in sse_frames(
                             env, workflow_id=workflow_id, node_messages=messages
                         ):
-                            if frame["type"] == "node_complete":
-                                results.append({k: v for k, v in frame.items() if k != "type"})
+                            # Heym's `sequence` counts a run's result rows from 1.
+                            row = _result_row(frame)
+                            if row is not None:
+                                row["metadata"]["sequence"] = len(results) + 1
+                                results.append({k: v for k, v in row.items() if k != "type"})
                             if frame["type"] == "execution_complete":
                                 finished = True
                                 if simple:
@@ -237,7 +335,9 @@ class ExecuteController(Controller):
                                     }
                                 else:
                                     frame["node_results"] = results
-                                    frame["sub_workflow_executions"] = []
+                                    frame[
+                                        "sub_workflow_executions"
+                                    ] = await sub_workflow_executions(ctx.event_log, children)
                                     frame["execution_history_id"] = (
                                         None if prepared.test_run else run_id
                                     )
@@ -273,6 +373,34 @@ class ExecuteController(Controller):
             )
         await request_cancel(ctx.event_log, run_id, f"cancelled by {user.email}")
         return {"status": "cancel_requested", "execution_id": run_id}
+
+
+def _cached_stream(workflow_id: str, outputs: Any, headers: dict[str, str]) -> ServerSentEvent:
+    frame = {
+        "type": "execution_complete",
+        "workflow_id": workflow_id,
+        "status": "success",
+        "outputs": outputs,
+        "execution_time_ms": 0.0,
+        "node_results": [],
+        "sub_workflow_executions": [],
+        "cached": True,
+    }
+
+    async def frames() -> AsyncIterator[ServerSentEventMessage]:
+        yield ServerSentEventMessage(data=json.dumps(frame, default=str))
+
+    return ServerSentEvent(frames(), headers=headers)
+
+
+def _result_row(frame: dict[str, Any]) -> dict[str, Any] | None:
+    """The node-result row a frame carries (a completion, or a retried attempt's row)."""
+    if frame["type"] == "node_complete":
+        return frame
+    if frame["type"] == "node_retry":
+        row: dict[str, Any] = frame["retry_result"]
+        return row
+    return None
 
 
 def _start_messages(row: store.WorkflowRow) -> dict[str, str | None]:

@@ -1,4 +1,11 @@
-"""`POST /api/expressions/evaluate`: preview an expression against canvas results (Heym §3.5)."""
+"""`POST /api/expressions/evaluate`: preview an expression as the editor shows it (Heym §3.5).
+
+Request `{expression, workflow_id?, current_node_id?, field_name?, input_body?,
+selected_loop_iteration_index?, node_results: [{node_id, label, output}]}`; answer `{result,
+result_type, preserved_type, error, selected_loop_total?}`. `preserved_type` is true whenever
+the whole text is one expression (whatever its value's type), false for text mixing prose and
+expressions; each line of a multi-line text that is a whole expression is evaluated whole.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +19,28 @@ from litestar.di import Provide
 from litestar.exceptions import ClientException
 
 from libs.accounts import AccountUser
-from libs.expressions import MAX_EXPRESSION_LENGTH, ExpressionError, build_context, resolve_value
+from libs.db.globals import global_values
+from libs.expressions import (
+    MAX_EXPRESSION_LENGTH,
+    ExpressionContext,
+    ExpressionError,
+    build_context,
+    has_arithmetic,
+    is_single_expression,
+    render_template,
+    resolve_value,
+    stringify,
+)
+from libs.secrets import credential_values, masked_form
 from libs.workflow import Graph
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object
+from services.gateway.preview import Canvas, Previewer
 from services.gateway.workflows import owned
 
 _BARE_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[\w]+|\[[^\]]+\])+$")
+# After `$`: a name, or a literal / group an expression may start with ($100 is currency).
+_EXPRESSION_START = re.compile(r"^\$(?:[A-Za-z_({\[\"']|\d+(?:\.\d+)?$)")
 
 
 class NodeResultIn(msgspec.Struct, kw_only=True):
@@ -37,7 +59,11 @@ class EvaluateBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     node_results: list[NodeResultIn] = msgspec.field(default_factory=list)
 
 
-def _type_name(value: Any) -> str:
+class InvalidExpression(ExpressionError):
+    """Text that starts as an expression but is not one (`$@@x`)."""
+
+
+def type_name(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -49,6 +75,66 @@ def _type_name(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+def _line(text: str, ctx: ExpressionContext) -> str:
+    """One line of a multi-line text: evaluated whole when it is one expression."""
+    stripped = text.strip()
+    if stripped.startswith("$") and (is_single_expression(stripped) or has_arithmetic(stripped)):
+        value = resolve_value(stripped, ctx)
+        if value is not None:
+            return text[: len(text) - len(text.lstrip())] + stringify(value)
+        return text
+    return render_template(text, ctx)
+
+
+def evaluate(text: str, ctx: ExpressionContext) -> tuple[Any, bool]:
+    """The preview's value and whether its type was preserved (one whole expression)."""
+    expression = text.strip()
+    if "\n" in expression:
+        return "\n".join(_line(line, ctx) for line in text.split("\n")), False
+    if "$" not in expression and _BARE_PATH.match(expression):
+        expression = "$" + expression
+    if expression.startswith("$") and not _EXPRESSION_START.match(expression):
+        raise InvalidExpression(f"invalid expression: {expression[:80]!r}")
+    value = resolve_value(expression, ctx)
+    whole = expression.startswith("$") and is_single_expression(expression)
+    return value, whole or (value is not None and not isinstance(value, str))
+
+
+async def _canvas(
+    request: Request[Any, Any, State], body: EvaluateBody, user: AccountUser
+) -> tuple[Canvas, dict[str, Any], dict[str, str]]:
+    pool = request.app.state.ctx.pool
+    global_vars = await global_values(pool, user.id)
+    credentials: dict[str, str] = {}
+    if "$credentials" in body.expression:
+        # The preview shows credentials as every recorded output does: masked.
+        secrets = await credential_values(pool, request.app.state.secrets, user.id)
+        credentials = {name: masked_form(value) for name, value in secrets.items()}
+    if not body.workflow_id:
+        upstream = {r.label or r.node_id: r.output for r in body.node_results}
+        return Canvas(upstream=upstream), global_vars, credentials
+    row = await owned(request, body.workflow_id, user)
+    graph = Graph(row.nodes, row.edges)
+    by_label = graph.by_label
+    results: dict[str, Any] = {}
+    for r in body.node_results:
+        nid = r.node_id if r.node_id in graph.nodes else by_label.get(r.label)
+        if nid is not None and r.output is not None:
+            results[nid] = r.output
+    current = body.current_node_id
+    if current not in graph.nodes:
+        return Canvas(), global_vars, credentials
+    previewer = Previewer(
+        graph,
+        results,
+        input_body=body.input_body,
+        loop_index=body.selected_loop_iteration_index,
+        global_vars=global_vars,
+        credentials=credentials,
+    )
+    return previewer.canvas(current), global_vars, credentials
 
 
 class ExpressionController(Controller):
@@ -68,57 +154,31 @@ class ExpressionController(Controller):
             raise ClientException(
                 detail=f"expression is longer than {MAX_EXPRESSION_LENGTH} characters"
             )
-        outputs: dict[str, Any] = {}
-        direct: dict[str, Any] = {}
-        upstream: dict[str, Any] = {}
-        for r in body.node_results:
-            outputs[r.node_id or r.label] = r
-        if body.workflow_id:
-            row = await owned(request, body.workflow_id, user)
-            graph = Graph(row.nodes, row.edges)
-            current = body.current_node_id
-            for nid in graph.order:
-                data = graph.data[nid]
-                label = graph.labels[nid]
-                result = outputs.get(nid) or outputs.get(label)
-                value = result.output if result is not None else None
-                if data.get("pinnedData") is not None:  # pinned data beats canvas results
-                    value = data["pinnedData"]
-                if (
-                    graph.types[nid] == "textInput"
-                    and body.input_body is not None
-                    and value is None
-                ):
-                    value = (
-                        body.input_body
-                        if isinstance(body.input_body, dict)
-                        else {"text": body.input_body}
-                    )
-                if value is None or current not in graph.nodes:
-                    continue
-                if nid in graph.ancestors[current]:
-                    upstream[label] = value
-                if any(e.source == nid for e in graph.in_edges[current]):
-                    direct[label] = value
-        else:
-            for r in body.node_results:
-                upstream[r.label or r.node_id] = r.output
-        expression = body.expression.strip()
-        if "\n" not in expression and "$" not in expression and _BARE_PATH.match(expression):
-            expression = "$" + expression
-        ctx = build_context(direct, upstream)
+        canvas, global_vars, credentials = await _canvas(request, body, user)
+        ctx = build_context(
+            canvas.direct,
+            canvas.upstream,
+            vars=canvas.vars,
+            global_vars=global_vars,
+            credentials=credentials,
+        )
+        answer: dict[str, Any]
         try:
-            value = resolve_value(expression, ctx)
+            value, preserved = evaluate(body.expression, ctx)
         except ExpressionError as exc:
-            return {
+            answer = {
                 "result": None,
                 "result_type": "null",
                 "preserved_type": False,
                 "error": exc.message,
             }
-        return {
-            "result": value,
-            "result_type": _type_name(value),
-            "preserved_type": not isinstance(value, str),
-            "error": None,
-        }
+        else:
+            answer = {
+                "result": value,
+                "result_type": type_name(value),
+                "preserved_type": preserved,
+                "error": None,
+            }
+        if canvas.loop_total is not None:
+            answer["selected_loop_total"] = canvas.loop_total
+        return answer

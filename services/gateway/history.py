@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from litestar import Controller, Request, get
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import ClientException, NotFoundException
+from litestar.response import ServerSentEvent
+from litestar.response.sse import ServerSentEventMessage
 
 from libs.accounts import AccountUser
+from libs.results import numbered
 from services.gateway.auth import required_user
 from services.gateway.workflows import owned
 
-_STATUSES = {"running", "success", "error", "pending", "cancelled"}
+# The history stream polls the row (Heym: every second, a keep-alive every 15 s).
+POLL_S = 1.0
+KEEPALIVE_S = 15.0
+STREAM_LIMIT_S = 3600.0
+_STATUSES = {"running", "success", "error", "pending", "cancelled", "cached", "rate_limited"}
 
 
 def _light(r: Any) -> dict[str, Any]:
@@ -103,8 +114,18 @@ async def history_entry(
         "outputs": r["outputs"] or {},
         "error": r["error"],
         "parent_execution_id": r["parent_run_id"],
-        "node_results": [dict(n) for n in nodes],
+        "node_results": numbered([dict(n) for n in nodes]),
     }
+
+
+async def _workflow_entry(
+    request: Request[Any, Any, State], workflow_id: str, entry: str, user: AccountUser
+) -> dict[str, Any]:
+    await owned(request, workflow_id, user)
+    found = await history_entry(request, user.id, entry)
+    if found["workflow_id"] != workflow_id:
+        raise NotFoundException(detail=f"no execution {entry} of workflow {workflow_id}")
+    return found
 
 
 class HistoryController(Controller):
@@ -140,11 +161,37 @@ class HistoryController(Controller):
     async def entry(
         self, request: Request[Any, Any, State], workflow_id: str, entry: str, user: AccountUser
     ) -> dict[str, Any]:
-        await owned(request, workflow_id, user)
-        found = await history_entry(request, user.id, entry)
-        if found["workflow_id"] != workflow_id:
-            raise NotFoundException(detail=f"no execution {entry} of workflow {workflow_id}")
-        return found
+        return await _workflow_entry(request, workflow_id, entry, user)
+
+    @get(
+        "/{workflow_id:str}/history/{entry:str}/stream",
+        summary="Server-Sent Events of one execution's changes until it is no longer running",
+    )
+    async def entry_stream(
+        self, request: Request[Any, Any, State], workflow_id: str, entry: str, user: AccountUser
+    ) -> ServerSentEvent:
+        first = await _workflow_entry(request, workflow_id, entry, user)
+
+        async def changes() -> AsyncIterator[ServerSentEventMessage | str]:
+            current, last_sent, quiet = first, None, 0.0
+            deadline = time.monotonic() + STREAM_LIMIT_S
+            while time.monotonic() < deadline:
+                if current != last_sent:
+                    last_sent = current
+                    data = {"type": "history_update", "entry": current}
+                    yield ServerSentEventMessage(data=json.dumps(data, default=str))
+                    quiet = 0.0
+                if current["status"] not in ("running", "pending"):
+                    yield ServerSentEventMessage(data=json.dumps({"type": "done"}))
+                    return
+                await asyncio.sleep(POLL_S)
+                quiet += POLL_S
+                if quiet >= KEEPALIVE_S:
+                    quiet = 0.0
+                    yield ServerSentEventMessage(comment="keepalive")
+                current = await history_entry(request, user.id, entry)
+
+        return ServerSentEvent(changes())
 
     @get("/history/all", summary="All your executions, newest first")
     async def all_runs(

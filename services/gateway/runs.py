@@ -17,7 +17,7 @@ from typing import Any
 
 from contracts import subjects
 from contracts.base import Envelope
-from contracts.nodes import NodeCompleted, NodeRetryScheduled
+from contracts.nodes import ChildRunStarted, NodeCompleted, NodeRetryScheduled
 from contracts.runs import (
     CancelRequested,
     RunCompleted,
@@ -56,6 +56,7 @@ class RunOutcome:
     completed: RunCompleted | None = None
     early: RunOutputReady | None = None
     node_results: list[dict[str, Any]] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
 
 
 def new_run_request(
@@ -98,7 +99,7 @@ async def started_run(
         if watch:
             queue = (await stack.enter_async_context(event_log.watch(subjects.run_all(rid)))).queue
         else:
-            queue = await stack.enter_async_context(event_log.tail(subjects.run_all(rid)))
+            queue = await stack.enter_async_context(event_log.tail(subjects.run_everything(rid)))
         await event_log.append(
             subjects.run_commands(rid),
             [request],
@@ -137,7 +138,7 @@ async def wait_for_outcome(
             continue
         _take(outcome, [env], early_return=early_return)
     if with_results and (outcome.completed is not None or outcome.early is not None):
-        outcome.node_results = []
+        outcome.node_results, outcome.children = [], []
         _take(outcome, await event_log.replay(run_id), early_return=early_return, results=True)
     return outcome
 
@@ -151,6 +152,8 @@ def _take(
             outcome.node_results.append(node_result(env, ev))
         elif results and isinstance(ev, NodeRetryScheduled):
             outcome.node_results.append(retry_result(env, ev))
+        elif results and isinstance(ev, ChildRunStarted):
+            outcome.children.append(ev.child_run_id)
         elif isinstance(ev, RunOutputReady) and early_return and outcome.early is None:
             outcome.early = ev
         elif isinstance(ev, RunCompleted):

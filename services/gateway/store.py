@@ -9,7 +9,6 @@ from libs.workflow.store import (
     list_versions,
     list_workflows,
     parse_id,
-    referenced_workflows,
     update_workflow,
     workflow_cache,
 )
@@ -22,7 +21,6 @@ __all__ = [
     "list_versions",
     "list_workflows",
     "parse_id",
-    "referenced_workflows",
     "update_workflow",
     "workflow_cache",
 ]

@@ -10,8 +10,9 @@ from litestar.di import Provide
 from litestar.exceptions import HTTPException, NotFoundException, PermissionDeniedException
 
 from libs.accounts import AccountUser
+from libs.schedules import cron_trigger, put_schedule
 from libs.workflow.fields import checked_fields, problem_summary, workflow_json
-from services.gateway import store
+from services.gateway import store, throttle
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object
 
@@ -19,6 +20,7 @@ from services.gateway.bodies import json_object
 def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None) -> dict[str, Any]:
     """Merge a request body over the stored workflow; 422 naming every problem found."""
     fields, problems = checked_fields(body, base)
+    problems.extend(throttle.settings_problems(fields["settings"]))
     if problems:
         raise HTTPException(status_code=422, detail=problem_summary(problems), extra=problems)
     return fields
@@ -43,8 +45,12 @@ class WorkflowController(Controller):
     @post("", summary="Create a workflow", status_code=201)
     async def create(self, request: Request[Any, Any, State], user: AccountUser) -> dict[str, Any]:
         fields = workflow_fields(await json_object(request))
-        async with request.app.state.ctx.pool.acquire() as conn, conn.transaction():
+        ctx = request.app.state.ctx
+        async with ctx.pool.acquire() as conn, conn.transaction():
             row = await store.insert_workflow(conn, user.id, fields)
+            # Before the commit: a schedule that cannot be written fails the save. A save that
+            # fails after it leaves a schedule the scheduler checks against the row per tick.
+            await put_schedule(ctx.nc, row.id, cron_trigger(row.nodes))
         return workflow_json(row)
 
     @get("", summary="Your workflows, most recently changed first")
@@ -77,8 +83,10 @@ class WorkflowController(Controller):
     ) -> dict[str, Any]:
         current = await owned(request, workflow_id, user)
         fields = workflow_fields(await json_object(request), current)
-        async with request.app.state.ctx.pool.acquire() as conn, conn.transaction():
+        ctx = request.app.state.ctx
+        async with ctx.pool.acquire() as conn, conn.transaction():
             row = await store.update_workflow(conn, current, fields)
+            await put_schedule(ctx.nc, row.id, cron_trigger(row.nodes))
         return workflow_json(row)
 
     @delete("/{workflow_id:str}", summary="Delete a workflow", status_code=204)
@@ -87,6 +95,7 @@ class WorkflowController(Controller):
     ) -> None:
         await owned(request, workflow_id, user)
         await store.delete_workflow(request.app.state.ctx.pool, workflow_id)
+        await put_schedule(request.app.state.ctx.nc, workflow_id, None)
 
     @get("/{workflow_id:str}/versions", summary="The versions recorded by each save")
     async def versions(

@@ -13,20 +13,39 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from nats.aio.msg import Msg
 
 from contracts import subjects
-from contracts.base import Envelope
-from contracts.runs import RunRequested
-from libs.eventlog import ConcurrencyConflict, EventLog
+from contracts.base import Envelope, Event
+from contracts.runs import RunCompleted, RunRequested
+from contracts.subjects import NO_SERVICE
+from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
+from libs.service.work import redelivery_delay
 from services.scheduler.domain import RunState, decide, evolve
+from services.scheduler.domain.decide import DEFAULT_MAX_EVENT_BYTES
 from services.scheduler.effects import Effects
 
 log = logging.getLogger(__name__)
 
 MAX_CONFLICT_RETRIES = 20
+
+# `$credentials` of a run's owner (decrypted, never recorded), or {} when the run has none.
+CredentialLoader = Callable[[RunRequested], Awaitable[dict[str, str]]]
+
+
+async def no_credentials(_request: RunRequested) -> dict[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+    # Deliveries of one message before its run is ended with the error (the consumer's own).
+    max_deliver: int = 5
+    backoff_s: float = 1.0
 
 
 def now_ms() -> int:
@@ -40,15 +59,23 @@ class RunActor:
         event_log: EventLog,
         effects: Effects,
         *,
+        limits: Limits,
         on_idle: Callable[[RunActor], None],
+        credentials: CredentialLoader = no_credentials,
     ) -> None:
         self.run_id = run_id
+        self._credentials = credentials
         self._log = event_log
         self._effects = effects
+        self._limits = limits
         self._on_idle = on_idle
         self.state: RunState | None = None
         self._queue: list[tuple[list[Envelope], Msg | None]] = []
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None
 
     def enqueue(self, envelopes: list[Envelope], msg: Msg | None) -> None:
         self._queue.append((envelopes, msg))
@@ -61,15 +88,8 @@ class RunActor:
                 batch, self._queue = self._queue, []
                 try:
                     await self._handle(batch)
-                except Exception:
-                    log.exception(
-                        "run %s: handling failed; messages will be redelivered", self.run_id
-                    )
-                    self.state = None  # the cache may be half-updated: rebuild on redelivery
-                    for _, msg in batch:
-                        if msg is not None:
-                            with contextlib.suppress(Exception):
-                                await msg.nak(delay=1.0)
+                except Exception as exc:
+                    await self._failed(batch, exc)
                     continue
                 for _, msg in batch:
                     if msg is not None:
@@ -79,6 +99,49 @@ class RunActor:
             self._task = None
             if not self._queue:
                 self._on_idle(self)
+
+    async def _failed(self, batch: list[tuple[list[Envelope], Msg | None]], exc: Exception) -> None:
+        msgs = [m for _, m in batch if m is not None]
+        last_try = any(m.metadata.num_delivered >= self._limits.max_deliver for m in msgs)
+        log.error(
+            "run %s: handling failed (%s): %r",
+            self.run_id,
+            "giving up: the run ends with this error" if last_try else "will be redelivered",
+            exc,
+            exc_info=exc,
+        )
+        self.state = None  # the cache may be half-updated: rebuild on redelivery
+        if last_try:
+            # Re-queueing is bounded: a message that fails on every delivery ends its run with
+            # a recorded error instead of leaving it "running" for ever.
+            with contextlib.suppress(Exception):
+                await self.abort(f"the scheduler could not go on with this run: {exc!r}")
+        for msg in msgs:
+            with contextlib.suppress(Exception):
+                if last_try:
+                    await msg.term()
+                else:
+                    delay = redelivery_delay(msg.metadata.num_delivered, self._limits.backoff_s)
+                    await msg.nak(delay=delay)
+
+    async def abort(self, error: str) -> None:
+        """End the run with `error`, bypassing `decide` (which may be what keeps failing)."""
+        envelopes = await self._log.replay(self.run_id)
+        if not any(isinstance(e.event, RunRequested) for e in envelopes) or any(
+            isinstance(e.event, RunCompleted) for e in envelopes
+        ):
+            return  # no such run (nothing to end), or it has ended already
+        done = RunCompleted(status="error", error=error, finished_at_ms=now_ms())
+        await self._log.append(
+            subjects.run_decisions(self.run_id, NO_SERVICE),
+            [done],
+            message_id=f"abort-{self.run_id}",
+        )
+        self.state = None
+        with contextlib.suppress(Exception):  # the state may be what cannot be built
+            await self._replay()
+            if self.state is not None:
+                await self._effects.run_completed(self.state, done)
 
     async def _handle(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
         if self.state is None:
@@ -110,6 +173,7 @@ class RunActor:
             # A brand-new run: its request is its first event, nothing to replay. If anything
             # was appended after it, the first decision's expected sequence catches it.
             self.state = RunState.from_request(self.run_id, first.event, first.sequence)
+            self.state.credentials = await self._credentials(first.event)
             for envelopes, _ in batch:
                 self._fold(envelopes)
             return
@@ -126,6 +190,7 @@ class RunActor:
             return
         assert isinstance(request.event, RunRequested)
         state = RunState.from_request(self.run_id, request.event, request.sequence)
+        state.credentials = await self._credentials(request.event)
         for env in envelopes:
             if env is not request:
                 evolve(state, env.event, env.sequence)
@@ -142,19 +207,13 @@ class RunActor:
             state = self.state
             assert state is not None
             work = state.copy()
-            decision = decide(work, now_ms())
+            decision = decide(work, now_ms(), max_event_bytes=self._limits.max_event_bytes)
             if not decision.batches:
                 return
             expected = state.last_seq
             try:
                 for target, events in decision.batches:
-                    appended = await self._log.append(
-                        subjects.run_decisions(self.run_id, target),
-                        events,
-                        expected_sequence=expected,
-                        scope=subjects.run_all(self.run_id),
-                    )
-                    expected = appended.sequence
+                    expected = await self._append(target, events, expected)
             except ConcurrencyConflict:
                 # Someone else wrote to the run (a result, a timer, another replica): fold
                 # what we missed, then decide again. Part of a split decision may have landed;
@@ -169,13 +228,39 @@ class RunActor:
             f"run {self.run_id}: still conflicting after {MAX_CONFLICT_RETRIES} tries"
         )
 
+    async def _append(self, target: str, events: list[Event], expected: int) -> int:
+        """Append a decision's batch; one over the message limit goes as several messages
+        (every single event fits: `decide` fails what would not)."""
+        try:
+            appended = await self._log.append(
+                subjects.run_decisions(self.run_id, target),
+                events,
+                expected_sequence=expected,
+                scope=subjects.run_all(self.run_id),
+            )
+        except PayloadTooLarge:
+            if len(events) == 1:
+                raise
+            half = len(events) // 2
+            expected = await self._append(target, events[:half], expected)
+            return await self._append(target, events[half:], expected)
+        return appended.sequence
+
 
 class RunRegistry:
     """The actors of the runs this scheduler instance is working on."""
 
-    def __init__(self, event_log: EventLog, effects: Effects) -> None:
+    def __init__(
+        self,
+        event_log: EventLog,
+        effects: Effects,
+        limits: Limits,
+        credentials: CredentialLoader = no_credentials,
+    ) -> None:
         self._log = event_log
         self._effects = effects
+        self._limits = limits
+        self._credentials = credentials
         self._actors: dict[str, RunActor] = {}
 
     def __len__(self) -> int:
@@ -189,9 +274,36 @@ class RunRegistry:
         run_id = envelopes[0].run_id
         actor = self._actors.get(run_id)
         if actor is None:
-            actor = RunActor(run_id, self._log, self._effects, on_idle=self._idle)
+            actor = RunActor(
+                run_id,
+                self._log,
+                self._effects,
+                limits=self._limits,
+                on_idle=self._idle,
+                credentials=self._credentials,
+            )
             self._actors[run_id] = actor
         actor.enqueue(envelopes, msg)
+
+    def redrive(self, run_id: str) -> None:
+        """Replay the run and decide again (the sweeper's last resort), unless it is busy."""
+        actor = self._actors.get(run_id)
+        if actor is not None and actor.busy:
+            return
+        if actor is None:
+            actor = RunActor(
+                run_id, self._log, self._effects, limits=self._limits, on_idle=self._idle
+            )
+            self._actors[run_id] = actor
+        actor.state = None  # a full reload repeats the effects the run may still owe
+        actor.enqueue([], None)
+
+    async def abort(self, run_id: str, error: str) -> None:
+        """End a run with `error` if it exists and has not ended (see `RunActor.abort`)."""
+        actor = RunActor(
+            run_id, self._log, self._effects, limits=self._limits, on_idle=lambda _: None
+        )
+        await actor.abort(error)
 
     def _idle(self, actor: RunActor) -> None:
         # Finished runs leave memory at once; a late message reloads them by replay.

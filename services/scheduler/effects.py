@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from typing import Any
 
 from nats.aio.client import Client as NATS
 
 from contracts import subjects
+from contracts.agents import AgentCancelRequested, ToolCallRecorded, ToolStatus
 from contracts.base import Event
 from contracts.nodes import (
     ChildRunStarted,
@@ -28,10 +30,13 @@ from contracts.runs import (
     RunEndReported,
     RunRequested,
 )
+from contracts.tools import tool_result_message_id
 from libs.eventlog import ConcurrencyConflict, EventLog
 from services.scheduler.domain import RunState
 
 log = logging.getLogger(__name__)
+
+AGENT_NODE_TYPES = frozenset({"agent", "llm"})
 
 
 class Effects:
@@ -60,6 +65,63 @@ class Effects:
             if started.invocation_id in state.inflight:
                 await self.start_child(state, started)
 
+    async def _cancel_inflight(self, state: RunState, reason: str) -> None:
+        """Pass a cancel down to everything still running: child runs and agent invocations."""
+        for child, started in state.children.items():
+            if started.invocation_id in state.inflight:
+                await self._log.append(
+                    subjects.run_commands(child),
+                    [CancelRequested(reason="parent run cancelled")],
+                    message_id=f"cancel-{child}",
+                )
+        for invocation, node_id in state.inflight.items():
+            if state.graph.types.get(node_id) in AGENT_NODE_TYPES:
+                await self._log.append(
+                    subjects.agent(state.run_id, invocation),
+                    [AgentCancelRequested(reason=reason)],
+                    message_id=f"cancel-{state.run_id}-{invocation}",
+                )
+
+    async def _answer_agent(self, state: RunState, parent: ParentLink, done: RunCompleted) -> None:
+        """A child run started by an agent's `call_sub_workflow` answers that tool call."""
+        request = state.request
+        result: dict[str, Any] = {
+            "status": done.status,
+            "outputs": done.outputs,
+            "execution_time_ms": done.execution_time_ms,
+        }
+        status: ToolStatus = "success"
+        if done.status != "success":
+            result["error"] = done.error or (done.outputs or {}).get("error") or done.status
+            status = "cancelled" if done.status == "cancelled" else "error"
+        started = request.requested_at_ms or state.started_at_ms
+        record = ToolCallRecorded(
+            turn=parent.turn,
+            tool_call_id=parent.tool_call_id,
+            name=parent.tool_name or "call_sub_workflow",
+            source="sub_workflow",
+            arguments="",
+            result=result,
+            status=status,
+            started_at_ms=started,
+            finished_at_ms=done.finished_at_ms,
+            elapsed_ms=float(max(0, done.finished_at_ms - started)),
+            extra={
+                "workflow_name": request.workflow_name,
+                "workflow_id": request.workflow_id,
+                "execution_id": state.run_id,
+            },
+            node_id=parent.node_id,
+            node_label=parent.node_label,
+        )
+        await self._log.append(
+            subjects.agent(parent.run_id, parent.invocation_id),
+            [record],
+            message_id=tool_result_message_id(
+                parent.run_id, parent.invocation_id, parent.tool_call_id
+            ),
+        )
+
     async def schedule_timer(self, run_id: str, timer: TimerScheduled) -> None:
         at = datetime.fromtimestamp(timer.fire_at_ms / 1000, UTC)
         stamp = at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -85,7 +147,8 @@ class Effects:
             nodes=snapshot.nodes,
             edges=snapshot.edges,
             inputs={"headers": {}, "query": {}, "body": started.inputs},
-            test_run=False,
+            # Test mode passes down: a test run's children write no history either.
+            test_run=request.test_run,
             trigger_source=source,
             parent=ParentLink(
                 run_id=state.run_id,
@@ -100,6 +163,8 @@ class Effects:
             workflow_cache=request.workflow_cache,
             timezone=request.timezone,
             traceparent=request.traceparent,
+            # Heym: the child's globals are the parent's merged with the parent's $vars.
+            globals={**request.globals, **state.vars},
         )
         try:
             await self._log.append(
@@ -137,16 +202,13 @@ class Effects:
 
     async def run_completed(self, state: RunState, done: RunCompleted) -> None:
         if done.status == "cancelled":
-            for child, started in state.children.items():
-                if started.invocation_id in state.inflight:
-                    await self._log.append(
-                        subjects.run_commands(child),
-                        [CancelRequested(reason="parent run cancelled")],
-                        message_id=f"cancel-{child}",
-                    )
+            await self._cancel_inflight(state, done.error or "parent run cancelled")
         if state.request.report_to:
             await self.report_end(state, done)
         parent = state.request.parent
+        if parent is not None and parent.via == "agent" and parent.tool_call_id:
+            await self._answer_agent(state, parent, done)
+            return
         if parent is None or not parent.wait:
             return
         output = {

@@ -6,25 +6,69 @@ so the consumer's order is kept per run while different runs are decided concurr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from nats.aio.msg import Msg
 
 from contracts import subjects
 from contracts.base import Envelope
+from contracts.runs import RunRequested
+from libs.secrets import SecretBox, credential_values, mentions_credentials
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer
-from services.scheduler.actors import RunRegistry
+from services.scheduler.actors import CredentialLoader, Limits, RunRegistry
+from services.scheduler.cron import CronStarter
 from services.scheduler.effects import Effects
 
+MAX_DELIVER = 5
 
-def register(ctx: ServiceContext) -> None:
+
+def _credential_loader(ctx: ServiceContext) -> CredentialLoader:
+    """Decrypts a run owner's credentials when the run's workflow mentions `$credentials`."""
+    key = ctx.settings.secret_key
+    box = SecretBox.from_setting(key) if key else None
+
+    async def load(request: RunRequested) -> dict[str, str]:
+        if box is None or not mentions_credentials(request.nodes):
+            return {}
+        return await credential_values(ctx.pool, box, request.owner_id)
+
+    return load
+
+
+def register(ctx: ServiceContext) -> Callable[[], RunRegistry]:
+    """Add the scheduler's consumer; returns how to reach its run registry (the sweeper's)."""
     registry: RunRegistry | None = None
 
-    async def on_event(envelopes: list[Envelope], msg: Msg) -> None:
+    def get_registry() -> RunRegistry:
         nonlocal registry
         if registry is None:
-            registry = RunRegistry(ctx.event_log, Effects(ctx.nc, ctx.event_log))
-        registry.deliver(envelopes, msg)
-        ctx.details["active_runs"] = str(len(registry))
+            limits = Limits(
+                max_event_bytes=ctx.settings.max_message_bytes - 64 * 1024,
+                max_deliver=MAX_DELIVER,
+                backoff_s=ctx.settings.redelivery_backoff_s,
+            )
+            registry = RunRegistry(
+                ctx.event_log,
+                Effects(ctx.nc, ctx.event_log),
+                limits,
+                _credential_loader(ctx),
+            )
+        return registry
+
+    async def on_event(envelopes: list[Envelope], msg: Msg) -> None:
+        reg = get_registry()
+        reg.deliver(envelopes, msg)
+        ctx.details["active_runs"] = str(len(reg))
+
+    async def poisoned(envelopes: list[Envelope] | None, subject: str, why: str) -> None:
+        # Only malformed messages get here (the actors handle their own failures): a run
+        # that has one can no longer be followed reliably, so it ends with the reason.
+        try:
+            run_id = subjects.run_id_of(subject)
+        except subjects.SubjectError:
+            return
+        await get_registry().abort(run_id, f"an unreadable message was recorded for it: {why}")
 
     ctx.add_consumer(
         WorkConsumer(
@@ -33,7 +77,20 @@ def register(ctx: ServiceContext) -> None:
             subject=subjects.ALL_RUN_EVENTS,
             handle=on_event,
             manual_ack=True,
+            max_deliver=MAX_DELIVER,
             ack_wait_s=120.0,
             max_ack_pending=50_000,
+            on_poison=poisoned,
         )
     )
+    ctx.add_consumer(
+        WorkConsumer(
+            service=ctx.service,
+            purpose="cron",
+            subject=subjects.ALL_CRON_TICKS,
+            handle=CronStarter(ctx).on_tick,
+            ack_wait_s=30.0,
+            max_deliver=20,
+        )
+    )
+    return get_registry

@@ -14,6 +14,7 @@ from contracts import subjects
 from contracts.base import Envelope
 from contracts.nodes import NodeCompleted, NodeRetryScheduled
 from contracts.runs import RunCompleted, RunRequested, RunStarted
+from libs.db.globals import PERSIST_RUN_GLOBALS
 from libs.eventlog.log import utc_from_ms
 from libs.projection.statements import StatementBatch
 from libs.results import node_result, retry_result
@@ -97,6 +98,8 @@ class HistoryProjector:
                 event.http_status,
                 phase=1,
             )
+            # `isGlobal` variables are persisted once the run has ended (Heym: after the run).
+            sql.add(PERSIST_RUN_GLOBALS, envelope.run_id, phase=2)
 
     @staticmethod
     def _node_row(envelope: Envelope, row: dict[str, object], sql: StatementBatch) -> None:

@@ -13,5 +13,7 @@ SERVICE = "tool_sandbox"
 
 
 def create_app(settings: Settings) -> tuple[FastStream, ServiceContext]:
-    ctx = ServiceContext(SERVICE, settings)
+    # The sandbox runs user code and talks to untrusted servers: it holds no database URL and
+    # no secret key (it needs neither), so nothing it starts can inherit them.
+    ctx = ServiceContext(SERVICE, settings, needs_database=False)
     return build_app(ctx, register=handlers.register), ctx

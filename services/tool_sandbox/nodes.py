@@ -5,15 +5,18 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
+from typing import Any
 
+import asyncpg
 import httpx
 
 from contracts import subjects
 from contracts.agents import NodeToolDispatched
 from contracts.base import Envelope, Event
 from contracts.nodes import NodeAttemptFailed, NodeCompleted, NodeDispatched
-from libs.eventlog import ConcurrencyConflict, EventLog
+from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import ExpressionError, build_context
+from libs.secrets import Masker, SecretBox, credential_values, mentions_credentials
 from services.tool_sandbox.http_node import HttpNodeError, execute_http
 
 log = logging.getLogger(__name__)
@@ -42,10 +45,31 @@ def as_dispatch(ev: NodeDispatched | NodeToolDispatched) -> NodeDispatched:
     )
 
 
+class CredentialSource:
+    """`$credentials` for the node being run: decrypted here, where they are used, and never
+    recorded (the node's output and error are masked with them)."""
+
+    def __init__(self, pool: asyncpg.Pool[Any], box: SecretBox) -> None:
+        self._pool = pool
+        self._box = box
+
+    async def for_node(self, ev: NodeDispatched) -> dict[str, str]:
+        if not ev.owner_id or not mentions_credentials([ev.node]):
+            return {}
+        return await credential_values(self._pool, self._box, ev.owner_id)
+
+
 class NodeRunner:
-    def __init__(self, event_log: EventLog, client: httpx.AsyncClient) -> None:
+    def __init__(
+        self,
+        event_log: EventLog,
+        client: httpx.AsyncClient,
+        *,
+        credentials: CredentialSource | None = None,
+    ) -> None:
         self._log = event_log
         self._client = client
+        self._credentials = credentials
 
     async def run(self, env: Envelope, ev: NodeDispatched, *, redelivered: bool) -> None:
         subject = subjects.node(env.run_id, ev.invocation_id)
@@ -53,13 +77,15 @@ class NodeRunner:
             return  # recorded before the redelivery: never run a side effect twice
         started = _now_ms()
         result: Event
+        secrets = await self._credentials.for_node(ev) if self._credentials else {}
+        mask = Masker(secrets.values())
         try:
-            output = await self._execute(env, ev)
+            output = mask.value(await self._execute(env, ev, secrets))
         except (HttpNodeError, ExpressionError, ValueError) as exc:
-            result = self._failed(ev, str(exc), started)
+            result = self._failed(ev, mask.text(str(exc)), started)
         except Exception as exc:  # a bug here must fail the node, not the service
             log.exception("node %s (%s) crashed", ev.node_label, ev.node_type)
-            result = self._failed(ev, f"{type(exc).__name__}: {exc}", started)
+            result = self._failed(ev, mask.text(f"{type(exc).__name__}: {exc}"), started)
         else:
             result = NodeCompleted(
                 invocation_id=ev.invocation_id,
@@ -73,6 +99,20 @@ class NodeRunner:
                 finished_at_ms=_now_ms(),
             )
         try:
+            await self._record(env, subject, result, ev)
+        except PayloadTooLarge as exc:
+            # An output the log cannot hold fails the node clearly (never a lost result).
+            await self._record(
+                env,
+                subject,
+                self._failed(
+                    ev, f"the node's output is too large: {exc}", started, retryable=False
+                ),
+                ev,
+            )
+
+    async def _record(self, env: Envelope, subject: str, result: Event, ev: NodeDispatched) -> None:
+        try:
             await self._log.append(
                 subject,
                 [result],
@@ -85,11 +125,13 @@ class NodeRunner:
         except ConcurrencyConflict:
             log.info("result of %s/%s was already recorded", env.run_id, ev.invocation_id)
 
-    async def _execute(self, env: Envelope, ev: NodeDispatched) -> object:
+    async def _execute(self, env: Envelope, ev: NodeDispatched, secrets: dict[str, str]) -> object:
         ctx = build_context(
             ev.inputs,
             ev.upstream,
             vars=ev.vars,
+            global_vars=ev.globals,
+            credentials=secrets,
             now=datetime.fromtimestamp(ev.dispatched_at_ms / 1000, UTC),
             timezone=ev.timezone or "UTC",
         )
@@ -106,8 +148,11 @@ class NodeRunner:
         raise ValueError(f"the tool sandbox cannot run {ev.node_type!r} nodes")
 
     @staticmethod
-    def _failed(ev: NodeDispatched, message: str, started: int) -> NodeAttemptFailed:
+    def _failed(
+        ev: NodeDispatched, message: str, started: int, *, retryable: bool = True
+    ) -> NodeAttemptFailed:
         return NodeAttemptFailed(
+            retryable=retryable,
             invocation_id=ev.invocation_id,
             node_id=ev.node_id,
             node_label=ev.node_label,

@@ -21,6 +21,10 @@ async def system(
             tmp_path_factory.mktemp("logs"),
             HEYM_EXECUTE_TIMEOUT_S="60",
             HEYM_MODEL_TIMEOUT_S="3",
+            HEYM_MODEL_RETRIES="2",
+            HEYM_REDELIVERY_BACKOFF_S="0.2",
+            HEYM_SWEEP_INTERVAL_S="1",
+            HEYM_SWEEP_QUIET_S="3",
         )
         await sys_.start()
         try:

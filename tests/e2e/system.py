@@ -20,9 +20,12 @@ import httpx
 import nats
 
 from contracts import subjects
+from contracts.base import Envelope
 from libs.accounts.api_keys import add_api_key, create_user, generate_api_key
+from libs.config import service_env
 from libs.devstack.children import Child
 from libs.embedded.process import free_port
+from libs.eventlog import EventLog
 from libs.secrets import generate_key
 
 
@@ -46,12 +49,19 @@ class System:
         self.env = base
         self.children: dict[str, Child] = {}
 
-    async def start(self, names: tuple[str, ...] = subjects.SERVICES) -> None:
+    async def start(
+        self, names: tuple[str, ...] = subjects.SERVICES, *, replicas: dict[str, int] | None = None
+    ) -> None:
+        """Start each service; `replicas` runs more processes of some (named `scheduler#2`...)."""
         for name in names:
-            child = Child(name, self.env, self.log_dir)
-            await child.start()
-            self.children[name] = child
-        await self.wait_healthy(names)
+            for i in range(1, (replicas or {}).get(name, 1) + 1):
+                key = name if i == 1 else f"{name}#{i}"
+                # each service gets only the settings it needs, as in a deployment
+                env = service_env(name, self.env)
+                child = Child(key, env, self.log_dir, argv=["-m", f"services.{name}"])
+                await child.start()
+                self.children[key] = child
+        await self.wait_healthy(tuple(self.children))
 
     async def wait_healthy(
         self, names: tuple[str, ...] = subjects.SERVICES, timeout: float = 60
@@ -66,8 +76,9 @@ class System:
                     if child.process is not None and child.process.returncode is not None:
                         raise RuntimeError(f"{name} exited:\n{child.log_tail(30)}")
                     with contextlib.suppress(Exception):
-                        msg = await nc.request(subjects.health(name), b"", timeout=0.5)
-                        if b'"healthy"' in msg.data:
+                        # Every replica answers for its service; the pid tells which one it is.
+                        service = name.split("#")[0]
+                        if await _healthy_pid(nc, service, None if name == service else child.pid):
                             pending.discard(name)
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"not healthy: {pending}")
@@ -110,9 +121,48 @@ class System:
         finally:
             await conn.close()
 
+    async def events(self, run_id: str) -> list[Envelope]:
+        """Everything recorded for one run (its decisions, results, agent turns, work items)."""
+        nc = await nats.connect(self.nats_url)
+        try:
+            return await EventLog(nc).read(subjects.run_everything(run_id))
+        finally:
+            await nc.close()
+
+    async def ack_pending(self, *durables: str) -> dict[str, int]:
+        """Messages delivered to a consumer and not acknowledged yet (work held by a process)."""
+        nc = await nats.connect(self.nats_url)
+        try:
+            js = nc.jetstream()
+            return {
+                d: (await js.consumer_info(subjects.RUN_STREAM, d)).num_ack_pending
+                for d in durables
+            }
+        finally:
+            await nc.close()
+
     def client(self, key: str | None = None, **kwargs: Any) -> httpx.AsyncClient:
         headers = {"X-MCP-Key": key} if key else {}
         return httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=60, **kwargs)
+
+
+async def _healthy_pid(nc: nats.NATS, service: str, pid: int | None) -> bool:
+    """Whether `service` (or, with `pid`, that replica of it) answers healthy."""
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    try:
+        await nc.publish(subjects.health(service), b"", reply=inbox)
+        deadline = time.monotonic() + 0.5
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                msg = await sub.next_msg(timeout=left)
+            except nats.errors.TimeoutError:
+                return False
+            if b'"healthy"' in msg.data and (pid is None or f'"pid":{pid},'.encode() in msg.data):
+                return True
+        return False
+    finally:
+        await sub.unsubscribe()
 
 
 def python() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import uuid
 from pathlib import Path
@@ -110,15 +111,22 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
             await nc.close()
 
         # a service that dies is reported and restarted
-        os.kill(stack.pids["scheduler"], signal.SIGKILL)
-        await stack.lines_until("scheduler restarted", timeout=30)
+        killed = stack.pids["scheduler"]
+        os.kill(killed, signal.SIGKILL)
+        line = await stack.lines_until("scheduler restarted", timeout=30)
+        found = re.search(r"pid (\d+)", line)
+        assert found, line
+        stack.pids["scheduler"] = int(found.group(1))
+        assert stack.pids["scheduler"] != killed
         await eventually(lambda: healthy(stack.base_url), timeout=30, message="healthy again")
         stack.process.send_signal(signal.SIGINT)
         await stack.lines_until("Heym stopped.", timeout=60)
         assert await asyncio.wait_for(stack.process.wait(), 30) == 0
         pids = dict(stack.pids)
 
-    leftovers = {name: pid for name, pid in pids.items() if name != "scheduler" and pid_alive(pid)}
+    # every process of the stack is gone, the restarted scheduler included
+    assert set(pids) == {"nats", "postgres", "model-server", *subjects.SERVICES}
+    leftovers = {name: pid for name, pid in pids.items() if pid_alive(pid)}
     assert not leftovers, f"processes left behind after Ctrl-C: {leftovers}"
 
     # The second start finds the first one's data: the event log and the admin's API key.

@@ -76,6 +76,8 @@ INLINE_TOOLS = frozenset(
         "get_workflow_run_history",
         "get_analytics_stats",
         "search_documentation",
+        "get_schedule_events",
+        "get_global_variables",
         "finish",
     }
 )
@@ -107,6 +109,7 @@ class Effects:
     ) -> None:
         self._pool = pool
         self._log = event_log
+        self._nc = nc
         self._js = nc.jetstream()
         self._models = models
         self._resolve_uncached = resolve
@@ -150,6 +153,7 @@ class Effects:
             cred = await self._resolve(turn.message.credential_id, conv.owner_id)
         return ToolEnv(
             pool=self._pool,
+            nc=self._nc,
             event_log=self._log,
             models=self._models,
             settings=self._settings,

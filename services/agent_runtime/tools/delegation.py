@@ -1,36 +1,74 @@
-"""Tools that delegate: `call_sub_agent` (a sub-agent invocation) and `call_sub_workflow`
-(a child run through the scheduler). Both are dispatched as events and awaited."""
+"""Tool calls that run elsewhere, as the one event that starts each: a sub-agent invocation
+(`agent.sub_agent_dispatched`, the first event of its own aggregate), a child run
+(`run.requested` through the scheduler, trigger source `AI Agents`) or a tool-sandbox work
+item (`tool.dispatched`). Each child reports its end as an `agent.tool_result` on the
+caller's aggregate; the caller holds nothing in memory meanwhile.
+
+Ids are derived from the caller and the tool call, so a re-sent dispatch is the same event.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import json
 import uuid
 from typing import Any
 
 from contracts import subjects
 from contracts.agents import SubAgentDispatched
-from contracts.nodes import NodeCompleted
+from contracts.base import Event
 from contracts.runs import ParentLink, RunRequested
+from contracts.tools import SandboxToolDispatched
 from contracts.workflows import MAX_SUB_WORKFLOW_DEPTH
-from libs.eventlog import ConcurrencyConflict, EventLog
 from services.agent_runtime.call import MAX_SUB_AGENT_DEPTH, AgentCall
-from services.agent_runtime.tools.spec import ToolOutcome
-from services.agent_runtime.waits import WaitTimeout, node_result, run_completed
+from services.agent_runtime.tools.local import node_extra, overlay
+from services.agent_runtime.tools.spec import ToolOutcome, ToolSpec
 
-DELEGATION_TIMEOUT_S = 900.0
 _CHILD_NS = uuid.UUID("0f6c8d1e-8a53-4f1e-9b8e-3d7f6a2c4b91")
+SANDBOX_SOURCES = frozenset({"python", "skill", "mcp", "node_tool"})
+
+# subject, event, message id, target id (invocation, run or work item)
+Target = tuple[str, Event, str, str]
+
+
+def _digest(value: str, n: int = 10) -> str:
+    return hashlib.sha1(value.encode()).hexdigest()[:n]
 
 
 def sub_invocation_id(parent: str, tool_call_id: str) -> str:
-    return f"{parent}s{hashlib.sha1(tool_call_id.encode()).hexdigest()[:10]}"
+    return f"{parent}s{_digest(tool_call_id)}"
 
 
-async def call_sub_agent(
-    log: EventLog, call: AgentCall, tool_call_id: str, args: dict[str, Any]
-) -> ToolOutcome:
+def child_run_id(run_id: str, invocation_id: str, tool_call_id: str) -> str:
+    return uuid.uuid5(_CHILD_NS, f"{run_id}:{invocation_id}:{tool_call_id}").hex
+
+
+def work_item_id(invocation_id: str, tool_call_id: str) -> str:
+    return f"{invocation_id}w{_digest(tool_call_id)}"
+
+
+def dispatch_for(
+    call: AgentCall,
+    turn: int,
+    tool_call_id: str,
+    spec: ToolSpec,
+    args: dict[str, Any],
+    *,
+    now_ms: int,
+) -> ToolOutcome | Target:
+    if spec.source == "sub_agent":
+        return _sub_agent(call, turn, tool_call_id, args)
+    if spec.source == "sub_workflow":
+        return _sub_workflow(call, turn, tool_call_id, args, now_ms=now_ms)
+    if spec.source in SANDBOX_SOURCES:
+        return _sandbox(call, turn, tool_call_id, spec, args, now_ms=now_ms)
+    return ToolOutcome.error(f"tool {spec.name!r} has no executor (source {spec.source!r})")
+
+
+def _sub_agent(
+    call: AgentCall, turn: int, tool_call_id: str, args: dict[str, Any]
+) -> ToolOutcome | Target:
     label = str(args.get("sub_agent_label", ""))
-    prompt = str(args.get("prompt", ""))
     allowed = [str(x) for x in call.data.get("subAgentLabels") or []]
     if label not in allowed:
         return ToolOutcome.error(
@@ -55,13 +93,13 @@ async def call_sub_agent(
             f"{call.node_label!r} cannot call {label!r}"
         )
     invocation = sub_invocation_id(call.invocation_id, tool_call_id)
-    dispatch = SubAgentDispatched(
+    event = SubAgentDispatched(
         invocation_id=invocation,
         parent_invocation_id=call.invocation_id,
         tool_call_id=tool_call_id,
         node_id=str(target.get("id")),
         node_label=label,
-        prompt=prompt,
+        prompt=str(args.get("prompt", "")),
         depth=call.agent_depth + 1,
         node=target,
         upstream=call.upstream,
@@ -73,34 +111,18 @@ async def call_sub_agent(
         sub_workflows=call.sub_workflows,
         run_depth=call.run_depth,
         trigger_source=call.trigger_source,
+        turn=turn,
+        test_run=call.test_run,
+        parent_node_id=call.node_id,
+        parent_node_label=call.node_label,
     )
-    # Its own message, so another runtime replica can take it while this one waits.
-    await log.append(
-        subjects.run_decisions(call.run_id, "agent_runtime"),
-        [dispatch],
-        message_id=f"subagent-{call.run_id}-{invocation}",
-        correlation_id=call.correlation_id,
-        traceparent=call.traceparent,
-    )
-    try:
-        result = await node_result(log, call.run_id, invocation, timeout=DELEGATION_TIMEOUT_S)
-    except WaitTimeout:
-        return ToolOutcome.error(f"sub-agent {label!r} did not finish in time", status="timeout")
-    extra = {"sub_agent_label": label, "invocation_id": invocation}
-    if isinstance(result, NodeCompleted) and result.status == "success":
-        output = result.output if isinstance(result.output, dict) else {}
-        return ToolOutcome(result={"text": output.get("text", "")}, extra=extra)
-    error = result.error or "sub-agent failed"
-    return ToolOutcome(result={"text": "", "error": error}, status="error", extra=extra)
+    subject = subjects.agent(call.run_id, invocation)
+    return subject, event, f"subagent-{call.run_id}-{invocation}", invocation
 
 
-def child_run_id(run_id: str, invocation_id: str, tool_call_id: str) -> str:
-    return uuid.uuid5(_CHILD_NS, f"{run_id}:{invocation_id}:{tool_call_id}").hex
-
-
-async def call_sub_workflow(
-    log: EventLog, call: AgentCall, tool_call_id: str, args: dict[str, Any]
-) -> ToolOutcome:
+def _sub_workflow(
+    call: AgentCall, turn: int, tool_call_id: str, args: dict[str, Any], *, now_ms: int
+) -> ToolOutcome | Target:
     wid = str(args.get("workflow_id", ""))
     allowed = [str(w) for w in call.data.get("subWorkflowIds") or []]
     if wid not in allowed:
@@ -130,6 +152,7 @@ async def call_sub_workflow(
         nodes=snapshot.nodes,
         edges=snapshot.edges,
         inputs={"headers": {}, "query": {}, "body": body},
+        test_run=call.test_run,
         trigger_source="AI Agents",
         parent=ParentLink(
             run_id=call.run_id,
@@ -137,34 +160,63 @@ async def call_sub_workflow(
             node_id=call.node_id,
             node_label=call.node_label,
             node_type=call.node_type,
-            wait=False,  # the agent awaits the child itself; nothing is written to its aggregate
+            wait=False,  # the scheduler's waits are for Execute nodes; the agent gets a record
             via="agent",
+            tool_call_id=tool_call_id,
+            turn=turn,
+            tool_name="call_sub_workflow",
         ),
         depth=call.run_depth + 1,
+        requested_at_ms=now_ms,
         workflow_cache=call.sub_workflows,
         timezone=call.timezone,
         traceparent=call.traceparent,
     )
-    with contextlib.suppress(ConcurrencyConflict):  # started before a restart: wait for it
-        await log.append(
-            subjects.run_commands(child),
-            [request],
-            expected_sequence=0,
-            message_id=f"start-{child}",
-        )
-    try:
-        done = await run_completed(log, child, timeout=DELEGATION_TIMEOUT_S)
-    except WaitTimeout:
-        return ToolOutcome.error(
-            f"sub-workflow {snapshot.name!r} did not finish in time", status="timeout"
-        )
-    result: dict[str, Any] = {
-        "status": done.status,
-        "outputs": done.outputs,
-        "execution_time_ms": done.execution_time_ms,
-    }
-    extra = {"workflow_name": snapshot.name, "workflow_id": wid, "execution_id": child}
-    if done.status != "success":
-        result["error"] = done.error or (done.outputs or {}).get("error") or done.status
-        return ToolOutcome(result=result, status="error", extra=extra)
-    return ToolOutcome(result=result, extra=extra)
+    return subjects.run_commands(child), request, f"start-{child}", child
+
+
+def _sandbox(
+    call: AgentCall,
+    turn: int,
+    tool_call_id: str,
+    spec: ToolSpec,
+    args: dict[str, Any],
+    *,
+    now_ms: int,
+) -> Target:
+    item = work_item_id(call.invocation_id, tool_call_id)
+    meta = dict(spec.meta)
+    name = spec.name
+    if spec.source == "node_tool":
+        node = spec.meta["node"]
+        data = overlay(dict(node.get("data") or {}), args)
+        meta = {
+            "node": {**node, "data": data},
+            "inputs": call.inputs,
+            "upstream": call.upstream,
+            "vars": call.vars,
+            **node_extra(node),
+        }
+    idem = hashlib.sha256(f"{call.run_id}:{item}".encode()).hexdigest()[:32]
+    timeout = float(call.data.get("toolTimeoutSeconds") or 30)
+    event = SandboxToolDispatched(
+        item_id=item,
+        invocation_id=call.invocation_id,
+        tool_call_id=tool_call_id,
+        turn=turn,
+        name=name,
+        source=spec.source,  # type: ignore[arg-type]
+        arguments=json.dumps(args),
+        meta=meta,
+        timeout_s=timeout,
+        owner_id=call.owner_id,
+        workflow_id=call.workflow_id,
+        node_id=call.node_id,
+        node_label=call.node_label,
+        idempotency_key=idem,
+        dispatched_at_ms=now_ms,
+        timezone=call.timezone,
+        test_run=call.test_run,
+    )
+    subject = subjects.work_item(call.run_id, "tool_sandbox", item)
+    return subject, event, f"work-{call.run_id}-{item}", item

@@ -9,12 +9,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
+import msgspec
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from contracts.chat import BuildRequest
 from contracts.runs import WorkflowSnapshot
 from libs.chat import strip_markers
+from libs.db.globals import global_values
 from libs.results import strip_private
 from libs.service import ServiceContext
 from libs.workflow import store
@@ -57,6 +59,8 @@ async def call_workflow(
         cache=cache,
         traceparent=None,
     )
+    # `$global` as it is now, snapshotted into the request (as POST /execute does).
+    request = msgspec.structs.replace(request, globals=await global_values(ctx.pool, row.owner_id))
     async with started_run(ctx.event_log, request, watch=True) as (run_id, queue):
         outcome = await wait_for_outcome(
             ctx.event_log,

@@ -56,6 +56,8 @@ class NodeCall:
                 self.inputs,
                 upstream_outputs(state, self.node_id),
                 vars=state.vars,
+                global_vars=state.request.globals,
+                credentials=state.credentials,
                 now=datetime.fromtimestamp(self.now_ms / 1000, UTC),
                 timezone=state.request.timezone or "UTC",
                 # $UUID and randomInt are recorded in the node's output, never re-drawn on

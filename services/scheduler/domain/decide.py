@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.base import Event
+from contracts.catalog import too_large
 from contracts.nodes import (
     ChildRunStarted,
     NodeAttemptFailed,
@@ -25,6 +26,7 @@ from contracts.nodes import (
 from contracts.runs import RunCompleted, RunOutputReady, RunStarted, WorkflowSnapshot
 from contracts.subjects import NO_SERVICE
 from contracts.workflows import MAX_SUB_WORKFLOW_DEPTH, NODE_TYPES
+from libs.secrets.masking import Masker
 from services.scheduler.domain.context import NodeCall, upstream_outputs
 from services.scheduler.domain.evolve import evolve
 from services.scheduler.domain.execute_node import child_inputs
@@ -46,9 +48,17 @@ class Decision:
         return [e for _, batch in self.batches for e in batch]
 
 
-def decide(state: RunState, now_ms: int) -> Decision:
+# The largest single event a decision may hold: the stream's message limit (8 MiB by default)
+# minus room for headers. A node output, a dispatch or a run's outputs over it fails clearly
+# instead of making an append fail for ever (which would leave the run "running").
+DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024 - 64 * 1024
+
+
+def decide(
+    state: RunState, now_ms: int, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+) -> Decision:
     """Works on `state` in place: pass a `copy()` and keep it only if the append succeeds."""
-    decider = _Decider(state, now_ms)
+    decider = _Decider(state, now_ms, max_event_bytes)
     decider.run()
     return decider.decision()
 
@@ -63,9 +73,10 @@ def idempotency_key(run_id: str, node_id: str, invocation_id: str, attempt: int)
 
 
 class _Decider:
-    def __init__(self, state: RunState, now_ms: int) -> None:
+    def __init__(self, state: RunState, now_ms: int, max_event_bytes: int) -> None:
         self.s = state
         self.now = now_ms
+        self.max_bytes = max_event_bytes
         self.out: list[tuple[str, Event]] = []
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -166,6 +177,13 @@ class _Decider:
             outcome = PURE_NODES[self.s.graph.types[nid]](call)
         except Exception as exc:  # an evaluator bug must fail the node, not the scheduler
             outcome = Outcome.fail(f"node {call.label!r} failed: {type(exc).__name__}: {exc}")
+        if outcome.error is None:
+            why = too_large(outcome.output, self.max_bytes)
+            if why is not None:
+                outcome = Outcome.fail(
+                    f"node {call.label!r} produced an output that cannot be stored: {why}",
+                    retryable=False,
+                )
         if outcome.error is not None:
             self._attempt_failed(nid, attempt, outcome)
             return
@@ -179,7 +197,13 @@ class _Decider:
             and not self.s.output_ready
             and nid not in graph.error_flow
         ):
-            self.emit(RunOutputReady(node_id=nid, outputs={graph.labels[nid]: outcome.output}))
+            recorded = self.s.outputs.get(nid)  # as recorded: masked
+            elapsed = float(max(0, self.now - (self.s.started_at_ms or self.now)))
+            self.emit(
+                RunOutputReady(
+                    node_id=nid, outputs={graph.labels[nid]: recorded}, execution_time_ms=elapsed
+                )
+            )
 
     def _dispatch(self, nid: str, attempt: int) -> None:
         s = self.s
@@ -187,30 +211,34 @@ class _Decider:
         inv = self.new_invocation()
         call = NodeCall(state=s, node_id=nid, now_ms=self.now)
         service = NODE_TYPES[graph.types[nid]].executor
-        self.emit(
-            NodeDispatched(
-                invocation_id=inv,
-                node_id=nid,
-                node_label=graph.labels[nid],
-                node_type=graph.types[nid],
-                service=service,
-                attempt=attempt,
-                node=dict(graph.nodes[nid]),
-                inputs=call.inputs,
-                upstream=upstream_outputs(s, nid),
-                vars=dict(s.vars),
-                idempotency_key=idempotency_key(s.run_id, nid, inv, attempt),
-                dispatched_at_ms=self.now,
-                timezone=s.request.timezone,
-                workflow_id=s.request.workflow_id,
-                owner_id=s.request.owner_id,
-                depth=s.depth,
-                test_run=s.request.test_run,
-                trigger_source=s.request.trigger_source,
-                **_agent_context(s, nid),
-            ),
-            target=service,
+        dispatch = NodeDispatched(
+            invocation_id=inv,
+            node_id=nid,
+            node_label=graph.labels[nid],
+            node_type=graph.types[nid],
+            service=service,
+            attempt=attempt,
+            node=dict(graph.nodes[nid]),
+            inputs=call.inputs,
+            upstream=upstream_outputs(s, nid),
+            vars=dict(s.vars),
+            idempotency_key=idempotency_key(s.run_id, nid, inv, attempt),
+            dispatched_at_ms=self.now,
+            timezone=s.request.timezone,
+            workflow_id=s.request.workflow_id,
+            owner_id=s.request.owner_id,
+            depth=s.depth,
+            test_run=s.request.test_run,
+            trigger_source=s.request.trigger_source,
+            globals=s.request.globals,
+            **_agent_context(s, nid),
         )
+        why = too_large(dispatch, self.max_bytes)
+        if why is not None:
+            message = f"the inputs of node {graph.labels[nid]!r} cannot be dispatched: {why}"
+            self._attempt_failed(nid, attempt, Outcome.fail(message, retryable=False))
+            return
+        self.emit(dispatch, target=service)
 
     def _wait(self, nid: str) -> None:
         data = self.s.graph.data[nid]
@@ -284,6 +312,7 @@ class _Decider:
     # -- failures, retries, timers ----------------------------------------------------------
     def _attempt_failed(self, nid: str, attempt: int, outcome: Outcome) -> None:
         graph = self.s.graph
+        mask = _masker(self.s)
         self.emit(
             NodeAttemptFailed(
                 invocation_id=self.new_invocation(),
@@ -291,9 +320,9 @@ class _Decider:
                 node_label=graph.labels[nid],
                 node_type=graph.types[nid],
                 attempt=attempt,
-                error=outcome.error or "failed",
+                error=mask.text(outcome.error or "failed"),
                 retryable=outcome.retryable,
-                output=outcome.output,
+                output=mask.value(outcome.output),
                 started_at_ms=self.now,
                 finished_at_ms=self.now,
             )
@@ -388,6 +417,7 @@ class _Decider:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         graph = self.s.graph
+        mask = _masker(self.s)
         self.emit(
             NodeCompleted(
                 invocation_id=invocation or self.new_invocation(),
@@ -395,8 +425,8 @@ class _Decider:
                 node_label=graph.labels[nid],
                 node_type=graph.types[nid],
                 status=status,  # type: ignore[arg-type]
-                output=output,
-                error=error,
+                output=mask.value(output),
+                error=mask.text(error) if error is not None else None,
                 attempt=attempt,
                 started_at_ms=started_at_ms if started_at_ms is not None else self.now,
                 finished_at_ms=self.now,
@@ -415,6 +445,11 @@ class _Decider:
                 http_status = code if isinstance(code, int) else None
         elif status == "success":
             outputs = final_outputs(s)
+            why = too_large(outputs, self.max_bytes)
+            if why is not None:
+                status = "error"
+                error = f"the run's outputs cannot be stored: {why}"
+                outputs = {"error": error}
         else:
             outputs = {}
         self.emit(
@@ -429,12 +464,24 @@ class _Decider:
         )
 
 
+def _masker(s: RunState) -> Masker:
+    """Masks the owner's credential values in everything a decision records."""
+    return Masker(s.credentials.values())
+
+
 def _agent_context(s: RunState, nid: str) -> dict[str, Any]:
     """What an agent needs beyond its node: the workflow and the sub-workflows it may call."""
     if s.graph.types[nid] != "agent":
         return {}
     request = s.request
-    allowed = [str(w) for w in (s.graph.data[nid].get("subWorkflowIds") or [])]
+    # Every agent of the workflow may run as this one's sub-agent, and each gets the
+    # sub-workflows its own node lists: pass the snapshots of all of them.
+    allowed = {
+        str(w)
+        for n, t in s.graph.types.items()
+        if t == "agent"
+        for w in (s.graph.data[n].get("subWorkflowIds") or [])
+    }
     return {
         "workflow": WorkflowSnapshot(
             id=request.workflow_id,
@@ -443,7 +490,7 @@ def _agent_context(s: RunState, nid: str) -> dict[str, Any]:
             edges=request.edges,
         ),
         "sub_workflows": {
-            w: request.workflow_cache[w] for w in allowed if w in request.workflow_cache
+            w: request.workflow_cache[w] for w in sorted(allowed) if w in request.workflow_cache
         },
     }
 

@@ -28,6 +28,7 @@ from contracts.runs import (
     RunRequested,
     RunStarted,
 )
+from contracts.schedules import SCHEDULE_EVENTS
 from contracts.tools import SANDBOX_TOOL_EVENTS
 from contracts.workflows import HANDLE_DONE, HANDLE_ERROR, HANDLE_LOOP
 from libs.workflow.graph import Edge
@@ -108,8 +109,8 @@ def _apply(state: RunState, event: Event) -> None:
         state.output_ready = True
     elif isinstance(event, RunCompleted):
         state.completed = event
-    elif isinstance(event, (*AGENT_EVENTS, *SANDBOX_TOOL_EVENTS)):
-        return  # an agent invocation's own history or its work items: not the scheduler's
+    elif isinstance(event, (*AGENT_EVENTS, *SANDBOX_TOOL_EVENTS, *SCHEDULE_EVENTS)):
+        return  # agent histories, work items and cron ticks: not a run's events
     else:  # pragma: no cover - the catalogue and this fold must grow together
         assert_never(event)  # type: ignore[arg-type]
 

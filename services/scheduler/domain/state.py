@@ -67,6 +67,9 @@ class RunState:
     error_flow: bool = False
     error_flow_output: dict[str, Any] | None = None
     http_status: int | None = None
+    # `$credentials` of the run's owner, decrypted when the run is loaded. Never recorded:
+    # expressions use them and every recorded output is masked with them.
+    credentials: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_request(cls, run_id: str, request: RunRequested, sequence: int) -> RunState:

@@ -175,7 +175,7 @@ async def test_bad_requests_get_clear_4xx_and_affect_nothing(system: System) -> 
         assert r.status_code == 413
         r = await c.post(f"/api/workflows/{wid}/execute/stream", json={})
         assert r.status_code == 400  # streaming is off for this workflow
-        assert "sse_enabled" in r.text
+        assert "SSE streaming is disabled" in r.text
         # and nothing else was affected
         r = await c.post(f"/api/workflows/{wid}/execute", json={"text": "fine"})
         assert r.status_code == 200

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from contracts.nodes import NodeCompleted
 from libs.testing.eventually import eventually
 from libs.testing.http_target import HttpTarget
 from tests.e2e.system import System
@@ -94,7 +95,10 @@ def twenty_node_chain(
         if i == 9:
             nodes.append(n(nid, "http", "counted", curl=f"curl {target.url}/count/{token}"))
         elif i % 3 == 0:
-            nodes.append(n(nid, "http", f"slow{i}", curl=f"curl {target.url}/delay/150"))
+            # each slow node has a path of its own, so its calls are counted on their own
+            nodes.append(
+                n(nid, "http", f"slow{i}", curl=f"curl {target.url}/delay/150/{token}-{i}")
+            )
         else:
             nodes.append(
                 n(
@@ -132,8 +136,9 @@ async def test_kill_9_scheduler_mid_run_completes_with_one_call(
     async with system.client(key) as c:
         wid = await create(c, *twenty_node_chain(target, token))
         run = asyncio.create_task(c.post(f"/api/workflows/{wid}/execute", json={"seed": "s1"}))
-        # kill once the run is under way (the first slow HTTP node has been called)
-        await eventually(lambda: target.counts["/delay/150"] >= 1, timeout=30)
+        # kill while the first slow HTTP node is in flight (called, not yet answered)
+        first = f"/delay/150/{token}-0"
+        await eventually(lambda: target.counts[first] >= 1, timeout=30)
         await system.kill("scheduler")
         await asyncio.sleep(0.3)
         await system.restart("scheduler")
@@ -141,6 +146,10 @@ async def test_kill_9_scheduler_mid_run_completes_with_one_call(
         assert r.status_code == 200, r.text
         assert r.json() == {"count": 1, "seed": "s1"}
         assert target.counts[f"/count/{token}"] == 1
+        # every side effect ran once, the one in flight at the kill included
+        slow = {p: c for p, c in target.counts.items() if p.startswith(f"/delay/150/{token}-")}
+        assert slow[first] == 1
+        assert sorted(slow.values()) == [1] * 6
         # an uninterrupted run gives the same outputs
         clean = uuid.uuid4().hex
         wid2 = await create(c, *twenty_node_chain(target, clean))
@@ -207,7 +216,18 @@ async def test_cancel_stops_the_run_and_nothing_after_runs(
         assert r.json()["status"] == "cancel_requested"
         response = await asyncio.wait_for(run, 30)
         assert response.status_code == 409
-        await asyncio.sleep(2.0)  # longer than the slow call: its result arrives and is ignored
+        # the slow call's result arrives after the cancel (read off the target's log) and is
+        # recorded; nothing is decided after it
+        slow = next(q for q in target.requests if q["path"] == "/delay/1500")
+        await eventually(lambda: "finished" in slow, timeout=10)
+
+        async def late_result_recorded() -> bool:
+            events = await system.events(run_id)
+            return any(
+                isinstance(x.event, NodeCompleted) and x.event.node_label == "slow" for x in events
+            )
+
+        await eventually(late_result_recorded, timeout=10)
         assert target.counts[f"/count/{token}"] == 0
 
         async def cancelled() -> bool:

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from libs.config import NEEDS_DATABASE, NEEDS_SECRET_KEY
+
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -26,9 +28,20 @@ def test_every_service_is_deployed_with_its_environment() -> None:
         assert svc["build"]["args"]["SERVICE"] == name
         env = svc["environment"]
         assert env["HEYM_NATS_URL"].startswith("nats://nats:")
-        assert env["HEYM_DATABASE_URL"].startswith("postgresql://")
-        assert set(svc["depends_on"]) == {"nats", "postgres"}
+        # least privilege: exactly the services that need the database or the key get them
+        assert ("HEYM_DATABASE_URL" in env) == (name in NEEDS_DATABASE), name
+        assert ("HEYM_SECRET_KEY" in env) == (name in NEEDS_SECRET_KEY), name
+        if name in NEEDS_DATABASE:
+            assert env["HEYM_DATABASE_URL"].startswith("postgresql://")
+            assert set(svc["depends_on"]) == {"nats", "postgres"}
+        else:
+            assert set(svc["depends_on"]) == {"nats"}
+        assert "HEYM_ADMIN_API_KEY" not in env
     assert deployed["gateway"]["environment"]["HEYM_HTTP_HOST"] == "0.0.0.0"
+    # the one-shot admin bootstrap
+    admin = deployed["admin"]
+    assert admin["command"] == ["heym", "admin", "create"]
+    assert admin["profiles"] == ["setup"]
 
 
 def test_nats_is_durable_and_recent() -> None:

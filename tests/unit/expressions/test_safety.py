@@ -164,3 +164,18 @@ class TestPlainResults:
 def test_context_is_reusable_across_calls() -> None:
     ctx = build_context({"src": {"n": 1}}, {})
     assert [evaluate_single("$n + 1", ctx) for _ in range(3)] == [2, 2, 2]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in dir(dict) if not n.startswith("_")))
+def test_no_dict_attribute_is_ever_a_value(name: str) -> None:
+    ctx = build_context({"d": {"a": 1}}, {"d": {"a": 1}})
+    assert resolve_value(f"$d.{name}", ctx) is None
+    assert render_template(f"x $d.{name} y", ctx) == f"x $d.{name} y"
+    keyed = build_context({}, {"d": {name: "the key"}})
+    assert resolve_value(f"$d.{name}", keyed) == "the key"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in dir(list) if not n.startswith("_")))
+def test_no_list_attribute_is_ever_a_value(name: str) -> None:
+    ctx = build_context({}, {"xs": [3, 1, 2]})
+    assert resolve_value(f"$xs.{name}", ctx) is None

@@ -111,6 +111,23 @@ READ_TOOLS: Final = (
         {"workflow_id": {"type": "string"}, "time_range": {**_TIME_RANGE, "default": "24h"}},
     ),
     ToolDef(
+        "get_schedule_events",
+        "Upcoming runs of the user's scheduled (cron) workflows in a day, week or month around "
+        "reference_date, or between start_iso and end_iso (at most 62 days).",
+        {
+            "view_window": {"type": "string", "enum": ["day", "week", "month"]},
+            "reference_date": {"type": "string", "description": "YYYY-MM-DD"},
+            "start_iso": {"type": "string"},
+            "end_iso": {"type": "string"},
+            "include_shared": {"type": "boolean", "default": True},
+        },
+    ),
+    ToolDef(
+        "get_global_variables",
+        "The user's global variables ($global): names and types; pass name to read one value.",
+        {"name": {"type": "string"}},
+    ),
+    ToolDef(
         "search_documentation",
         "Search Heym's documentation (at most 2 searches per message).",
         {"query": {"type": "string"}},
@@ -199,6 +216,11 @@ def label(name: str, args: dict[str, Any], *, workflow_name: str = "", attempt: 
         return "Reading run history..."
     if name == "get_analytics_stats":
         return "Fetching analytics..."
+    if name == "get_schedule_events":
+        return "Loading scheduled runs..."
+    if name == "get_global_variables":
+        wanted = args.get("name")
+        return f'Getting variable "{wanted}"...' if wanted else "Querying global variables..."
     if name == "search_documentation":
         return f'Searching docs for "{args.get("query", "")}"...'
     if name == "create_workflow":

@@ -95,6 +95,12 @@ def summary(name: str, result: Any, status: str) -> str:
     if name == "search_documentation":
         results = r.get("results")
         return f"{len(results) if isinstance(results, list) else 0} result(s)"
+    if name == "get_schedule_events":
+        return f"{r.get('total', 0)} scheduled run(s)"
+    if name == "get_global_variables":
+        if "variables" in r:
+            return f"{len(r['variables'])} variable(s)"
+        return f"{r.get('name', '')}: {r.get('value_type', '')}"
     if name == "finish":
         return "Verified" if status == "success" else f"Status: {status}"
     return f"Status: {status}"

@@ -10,7 +10,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from libs.chat import ToolCall
-from services.agent_runtime.assistant.tools import build_mode, builder, docs, history, workflows
+from services.agent_runtime.assistant.tools import (
+    account,
+    build_mode,
+    builder,
+    docs,
+    history,
+    workflows,
+)
 from services.agent_runtime.assistant.tools.env import Outcome, ToolEnv, error
 
 Simple = Callable[[ToolEnv, dict[str, Any]], Awaitable[Outcome]]
@@ -24,6 +31,8 @@ READ: dict[str, Simple] = {
     "get_workflow_run_history": history.get_workflow_run_history,
     "get_analytics_stats": history.get_analytics_stats,
     "search_documentation": docs.search_documentation,
+    "get_schedule_events": account.get_schedule_events,
+    "get_global_variables": account.get_global_variables,
 }
 BUILDER: dict[str, WithCall] = {
     "create_workflow": builder.create_workflow,

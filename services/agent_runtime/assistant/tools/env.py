@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
+from nats.aio.client import Client as NATS
 
 from libs.chat import Conversation, ToolCall, Turn
 from libs.config import Settings
@@ -20,6 +21,7 @@ _IDS = uuid.UUID("9a4c2f3e-1b7d-4e8a-a5c6-2d9f0e1b3c47")
 @dataclass
 class ToolEnv:
     pool: asyncpg.Pool[Any]
+    nc: NATS
     event_log: EventLog
     models: ModelClients
     settings: Settings

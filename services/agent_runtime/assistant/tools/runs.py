@@ -19,6 +19,7 @@ from contracts.base import Envelope
 from contracts.chat import MAX_BUILD_TEST_RUNS
 from contracts.nodes import NodeCompleted
 from contracts.runs import RunEndReported, RunRequested, WorkflowSnapshot
+from libs.db.globals import global_values
 from libs.eventlog import ConcurrencyConflict
 from libs.results import node_result, strip_private
 from libs.workflow import store
@@ -59,6 +60,7 @@ async def request_run(
 ) -> RunRequested:
     cache = await store.workflow_cache(env.pool, env.owner_id, row)
     return RunRequested(
+        globals=await global_values(env.pool, env.owner_id),
         workflow_id=row.id,
         workflow_name=row.name,
         owner_id=env.owner_id,

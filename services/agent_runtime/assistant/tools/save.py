@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from libs.chat import ToolCall
+from libs.schedules import cron_trigger, put_schedule
 from libs.workflow import store
 from libs.workflow.fields import checked_fields, problem_summary
 from services.agent_runtime.assistant.dsl import apply_credentials
@@ -85,6 +86,8 @@ async def save(
             row = target
         else:
             row = await store.update_workflow(conn, target, fields)
+        # As POST/PUT /api/workflows: a cron workflow's schedule is written before the commit.
+        await put_schedule(env.nc, row.id, cron_trigger(row.nodes))
     return Outcome(
         payload(env, row, status, goal, passed.to_assign),
         notices=[

@@ -29,7 +29,10 @@ def text_input(call: NodeCall) -> Outcome:
 
 
 def cron(call: NodeCall) -> Outcome:
-    moment = datetime.fromtimestamp(call.now_ms / 1000, UTC).isoformat()
+    """`{cron, triggered_at}`: a scheduled run's tick time, else the time the node ran."""
+    request = call.state.request
+    at_ms = request.requested_at_ms if request.trigger_source == "cron" else 0
+    moment = datetime.fromtimestamp((at_ms or call.now_ms) / 1000, UTC).isoformat()
     return Outcome(output={"cron": call.data.get("cronExpression", ""), "triggered_at": moment})
 
 

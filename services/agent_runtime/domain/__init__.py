@@ -1,0 +1,53 @@
+"""The agent's pure domain: its state as a fold of its events, and the step it takes next."""
+
+from services.agent_runtime.domain.decide import (
+    MODEL_ATTEMPTS,
+    CallModel,
+    Cancel,
+    Done,
+    Fail,
+    Finish,
+    GraceLimit,
+    RunTools,
+    Start,
+    Step,
+    Unrequested,
+    Wait,
+    backoff_s,
+    next_step,
+)
+from services.agent_runtime.domain.state import (
+    AgentState,
+    Request,
+    Turn,
+    apply_recorded,
+    call_id,
+    evolve,
+    tool_message,
+    tool_name,
+)
+
+__all__ = [
+    "MODEL_ATTEMPTS",
+    "AgentState",
+    "CallModel",
+    "Cancel",
+    "Done",
+    "Fail",
+    "Finish",
+    "GraceLimit",
+    "Request",
+    "RunTools",
+    "Start",
+    "Step",
+    "Turn",
+    "Unrequested",
+    "Wait",
+    "apply_recorded",
+    "backoff_s",
+    "call_id",
+    "evolve",
+    "next_step",
+    "tool_message",
+    "tool_name",
+]

@@ -1,0 +1,177 @@
+"""What follows a recorded agent step outside its own aggregate, every one idempotent:
+starting the children of dispatched tool calls, delivering the invocation's result (to the
+scheduler, or to the orchestrator that called it), and passing a cancel down to children.
+
+After a crash the runtime repeats the effects the reloaded state may still owe (`resume`)
+instead of tracking which ones went out: each is an expected-sequence-0 append (a child's
+first event) or carries a fixed message id (a result, a cancel).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from contracts import subjects
+from contracts.agents import (
+    AgentCancelRequested,
+    AgentFinished,
+    DispatchedCall,
+    SubAgentDispatched,
+    ToolCallRecorded,
+)
+from contracts.base import Event
+from contracts.nodes import NodeAttemptFailed, NodeCompleted
+from contracts.runs import CancelRequested
+from contracts.tools import SandboxToolCancelled, tool_result_message_id
+from libs.eventlog import ConcurrencyConflict, EventLog
+from services.agent_runtime.call import AgentCall
+from services.agent_runtime.domain import AgentState
+from services.agent_runtime.tools.plan import Dispatch
+
+log = logging.getLogger(__name__)
+
+
+class Effects:
+    def __init__(self, event_log: EventLog) -> None:
+        self._log = event_log
+
+    async def dispatch(self, call: AgentCall, dispatches: list[Dispatch]) -> None:
+        """Start every child of a turn at once (sub-agents run in parallel, on any replica)."""
+        await asyncio.gather(*(self._start(call, d) for d in dispatches))
+
+    async def _start(self, call: AgentCall, d: Dispatch) -> None:
+        # A conflict: started before (a re-drive after a crash), the child is already running.
+        with contextlib.suppress(ConcurrencyConflict):
+            await self._log.append(
+                d.subject,
+                [d.event],
+                expected_sequence=0,
+                message_id=d.message_id,
+                correlation_id=call.correlation_id,
+                traceparent=call.traceparent,
+            )
+
+    async def deliver(self, call: AgentCall, state: AgentState) -> None:
+        """Hand the invocation's end to whoever waits for it: the scheduler (a node result,
+        exactly one per invocation) or the calling orchestrator (its tool call's result)."""
+        finished = state.finished
+        if finished is None:
+            return
+        if isinstance(state.request, SubAgentDispatched):
+            # The delegated row of the run's node results (Heym's `sub_agent_tool` rows) comes
+            # first, so it is in the log before the orchestrator can go on and end the run.
+            await self._node_result(call, state, finished)
+            await self._to_parent(call, state, finished)
+        else:
+            await self._node_result(call, state, finished)
+
+    async def _node_result(self, call: AgentCall, state: AgentState, done: AgentFinished) -> None:
+        started = state.started.started_at_ms if state.started else state.requested_at_ms
+        metadata: dict[str, Any] = {}
+        if call.parent_invocation_id:
+            metadata = {
+                "invocation": "sub_agent_tool",
+                "parent_invocation_id": call.parent_invocation_id,
+            }
+        result: Event
+        if done.status == "success":
+            result = NodeCompleted(
+                invocation_id=call.invocation_id,
+                node_id=call.node_id,
+                node_label=call.node_label,
+                node_type=call.node_type,
+                status="success",
+                output=done.output,
+                attempt=call.attempt,
+                started_at_ms=started,
+                finished_at_ms=done.finished_at_ms,
+                metadata=metadata,
+            )
+        else:
+            result = NodeAttemptFailed(
+                invocation_id=call.invocation_id,
+                node_id=call.node_id,
+                node_label=call.node_label,
+                node_type=call.node_type,
+                attempt=call.attempt,
+                error=done.error or done.status,
+                retryable=done.retryable and done.status == "error",
+                output=done.output,
+                started_at_ms=started,
+                finished_at_ms=done.finished_at_ms,
+                metadata=metadata,
+            )
+        # A conflict: delivered before a crash; there is exactly one result per invocation.
+        with contextlib.suppress(ConcurrencyConflict):
+            await self._log.append(
+                subjects.node(call.run_id, call.invocation_id),
+                [result],
+                expected_sequence=0,
+                message_id=f"result-{call.run_id}-{call.invocation_id}",
+                correlation_id=call.correlation_id,
+                traceparent=call.traceparent,
+            )
+
+    async def _to_parent(self, call: AgentCall, state: AgentState, done: AgentFinished) -> None:
+        parent = call.parent_invocation_id
+        assert parent is not None
+        output = done.output if isinstance(done.output, dict) else {}
+        result: dict[str, Any]
+        if done.status == "success":
+            result = {"text": output.get("text", "")}
+        else:
+            result = {"text": "", "error": done.error or done.status}
+        record = ToolCallRecorded(
+            turn=call.parent_turn,
+            tool_call_id=call.parent_tool_call_id,
+            name="call_sub_agent",
+            source="sub_agent",
+            arguments="",
+            result=result,
+            status="success" if done.status == "success" else done.status,
+            started_at_ms=state.requested_at_ms,
+            finished_at_ms=done.finished_at_ms,
+            elapsed_ms=float(max(0, done.finished_at_ms - state.requested_at_ms)),
+            extra={"sub_agent_label": call.node_label, "invocation_id": call.invocation_id},
+            node_id=call.parent_node_id,
+            node_label=call.parent_node_label,
+        )
+        await self._log.append(
+            subjects.agent(call.run_id, parent),
+            [record],
+            message_id=tool_result_message_id(call.run_id, parent, call.parent_tool_call_id),
+            correlation_id=call.correlation_id,
+            traceparent=call.traceparent,
+        )
+
+    async def cancel_children(
+        self, call: AgentCall, dispatched: list[DispatchedCall], reason: str
+    ) -> None:
+        await asyncio.gather(*(self._cancel(call, d, reason) for d in dispatched))
+
+    async def _cancel(self, call: AgentCall, d: DispatchedCall, reason: str) -> None:
+        subject: str
+        event: Event
+        if d.source == "sub_agent":
+            subject, event = (
+                subjects.agent(call.run_id, d.target),
+                AgentCancelRequested(reason=reason),
+            )
+        elif d.source == "sub_workflow":
+            subject, event = subjects.run_commands(d.target), CancelRequested(reason=reason)
+        else:
+            subject = subjects.work_item(call.run_id, "tool_sandbox", d.target)
+            event = SandboxToolCancelled(tool_call_id=d.tool_call_id, reason=reason)
+        try:
+            await self._log.append(
+                subject,
+                [event],
+                message_id=f"cancel-{call.run_id}-{d.target}",
+                correlation_id=call.correlation_id,
+                traceparent=call.traceparent,
+            )
+        except Exception:  # a child that cannot be told still ends: its result is dropped
+            log.exception("could not pass the cancel of %s to %s", call.invocation_id, d.target)

@@ -1,0 +1,66 @@
+"""`StepContext`: what a step needs of its invocation: the fold, the call, and the recorder."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from contracts.base import Event
+from libs.secrets.credentials import ResolvedCredential
+from services.agent_runtime.call import AgentCall
+from services.agent_runtime.domain import AgentState
+from services.agent_runtime.effects import Effects
+from services.agent_runtime.model import ModelClients
+from services.agent_runtime.tools.spec import ToolSpec
+
+Resolve = Callable[[str, str], Awaitable[ResolvedCredential | None]]
+Record = Callable[[list[Event]], Awaitable[None]]
+
+
+class AgentFailed(Exception):
+    """A step cannot go on: the invocation ends with this error (retryable or not)."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Services:
+    """The process-wide collaborators every step may use."""
+
+    models: ModelClients
+    resolve: Resolve
+    effects: Effects
+
+
+@dataclass
+class StepContext:
+    state: AgentState
+    call: AgentCall
+    record: Record
+    services: Services
+    _credentials: dict[str, ResolvedCredential] = field(default_factory=dict)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.call.data
+
+    def specs(self) -> dict[str, ToolSpec]:
+        assert self.state.started is not None
+        return {t["name"]: ToolSpec(**t) for t in self.state.started.tools}
+
+    async def credential(self, credential_id: str) -> ResolvedCredential:
+        found = self._credentials.get(credential_id)
+        if found is None:
+            found = await self.services.resolve(credential_id, self.call.owner_id)
+            if found is None:
+                raise AgentFailed(f"credential {credential_id!r} not found", retryable=False)
+            self._credentials[credential_id] = found
+        return found
