@@ -45,6 +45,8 @@ class AgentRequested(Event, tag="agent.requested", frozen=True):
     workflow: WorkflowSnapshot | None = None
     sub_workflows: dict[str, WorkflowSnapshot] = msgspec.field(default_factory=dict)
     trigger_source: str = "API"
+    # The run's global variables as snapshotted at its start (`$global`).
+    globals: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class AgentStarted(Event, tag="agent.started", frozen=True):
@@ -201,6 +203,7 @@ class SubAgentDispatched(Event, tag="agent.sub_agent_dispatched", frozen=True):
     test_run: bool = False
     parent_node_id: str = ""
     parent_node_label: str = ""
+    globals: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class NodeToolDispatched(Event, tag="agent.node_tool_dispatched", frozen=True):

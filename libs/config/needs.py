@@ -8,8 +8,9 @@ from typing import Final
 
 # Services that read or write Postgres (configuration and read models).
 NEEDS_DATABASE: Final = frozenset({"gateway", "scheduler", "agent_runtime", "review"})
-# Services that decrypt stored credentials (model keys, MCP headers).
-NEEDS_SECRET_KEY: Final = frozenset({"gateway", "agent_runtime"})
+# Services that decrypt stored credentials (model keys, MCP headers, `$credentials`; the
+# scheduler also answers the tool sandbox's `$credentials` requests for the nodes it runs).
+NEEDS_SECRET_KEY: Final = frozenset({"gateway", "scheduler", "agent_runtime"})
 # Only `heym up` (and `heym admin create`) use the admin key; no service does.
 _NEVER: Final = ("HEYM_ADMIN_API_KEY",)
 

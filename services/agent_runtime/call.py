@@ -47,6 +47,7 @@ class AgentCall:
     parent_turn: int = 0
     parent_node_id: str = ""
     parent_node_label: str = ""
+    globals: dict[str, Any] = field(default_factory=dict)
     correlation_id: str | None = None
     _ctx: ExpressionContext | None = field(default=None, repr=False)
 
@@ -62,6 +63,7 @@ class AgentCall:
                 self.inputs,
                 self.upstream,
                 vars=self.vars,
+                global_vars=self.globals,
                 now=datetime.fromtimestamp(self.dispatched_at_ms / 1000, UTC),
                 timezone=self.timezone or "UTC",
             )
@@ -93,6 +95,7 @@ class AgentCall:
                 run_depth=request.depth,
                 trigger_source=request.trigger_source,
                 test_run=request.test_run,
+                globals=request.globals,
                 correlation_id=run_id,
             )
         return cls._from_sub_agent(run_id, request, requested_at_ms, traceparent)
@@ -129,5 +132,6 @@ class AgentCall:
             parent_turn=ev.turn,
             parent_node_id=ev.parent_node_id,
             parent_node_label=ev.parent_node_label,
+            globals=ev.globals,
             correlation_id=run_id,
         )

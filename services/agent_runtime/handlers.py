@@ -51,6 +51,7 @@ def agent_request(ev: NodeDispatched) -> AgentRequested:
         workflow=ev.workflow,
         sub_workflows=ev.sub_workflows,
         trigger_source=ev.trigger_source,
+        globals=ev.globals,
     )
 
 

@@ -12,11 +12,13 @@ from nats.aio.msg import Msg
 
 from contracts import subjects
 from contracts.base import Envelope
+from contracts.credentials import NODE_CREDENTIALS
 from contracts.runs import RunRequested
 from libs.secrets import SecretBox, credential_values, mentions_credentials
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer
 from services.scheduler.actors import CredentialLoader, Limits, RunRegistry
+from services.scheduler.credentials import CredentialBroker
 from services.scheduler.cron import CronStarter
 from services.scheduler.effects import Effects
 
@@ -39,6 +41,17 @@ def _credential_loader(ctx: ServiceContext) -> CredentialLoader:
 def register(ctx: ServiceContext) -> Callable[[], RunRegistry]:
     """Add the scheduler's consumer; returns how to reach its run registry (the sweeper's)."""
     registry: RunRegistry | None = None
+    broker: CredentialBroker | None = None
+
+    async def node_credentials(msg: Msg) -> None:
+        nonlocal broker
+        if broker is None:
+            key = ctx.settings.secret_key
+            box = SecretBox.from_setting(key) if key else None
+            broker = CredentialBroker(ctx.event_log, ctx.pool, box)
+        await broker.handle(msg)
+
+    ctx.add_responder(NODE_CREDENTIALS, node_credentials)
 
     def get_registry() -> RunRegistry:
         nonlocal registry

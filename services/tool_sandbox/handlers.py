@@ -19,7 +19,6 @@ from contracts import subjects
 from contracts.agents import NodeToolDispatched
 from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
-from libs.secrets import SecretBox
 from libs.service import ServiceContext
 from libs.service.failures import fail_dispatches
 from libs.service.work import WorkConsumer, kept_alive
@@ -48,14 +47,7 @@ def register(ctx: ServiceContext) -> None:
     def get_runner() -> NodeRunner:
         nonlocal runner
         if runner is None:
-            key = ctx.settings.secret_key
-            runner = NodeRunner(
-                ctx.event_log,
-                get_client(),
-                credentials=CredentialSource(ctx.pool, SecretBox.from_setting(key))
-                if key
-                else None,
-            )
+            runner = NodeRunner(ctx.event_log, get_client(), credentials=CredentialSource(ctx.nc))
         return runner
 
     def get_tools() -> ToolWork:

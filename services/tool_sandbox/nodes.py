@@ -5,18 +5,20 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
-from typing import Any
 
-import asyncpg
 import httpx
+import msgspec
+import nats.errors
+from nats.aio.client import Client as NATS
 
 from contracts import subjects
 from contracts.agents import NodeToolDispatched
 from contracts.base import Envelope, Event
+from contracts.credentials import NODE_CREDENTIALS, NodeCredentialsReply, NodeCredentialsRequest
 from contracts.nodes import NodeAttemptFailed, NodeCompleted, NodeDispatched
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import ExpressionError, build_context
-from libs.secrets import Masker, SecretBox, credential_values, mentions_credentials
+from libs.secrets import Masker, mentions_credentials
 from services.tool_sandbox.http_node import HttpNodeError, execute_http
 
 log = logging.getLogger(__name__)
@@ -45,18 +47,35 @@ def as_dispatch(ev: NodeDispatched | NodeToolDispatched) -> NodeDispatched:
     )
 
 
+class CredentialError(RuntimeError):
+    """The node's `$credentials` could not be had (the node fails with this, never a secret)."""
+
+
 class CredentialSource:
-    """`$credentials` for the node being run: decrypted here, where they are used, and never
-    recorded (the node's output and error are masked with them)."""
+    """`$credentials` for the node being run, asked of the scheduler (the sandbox holds no
+    database URL and no secret key) and never recorded: the node's output and error are
+    masked with them."""
 
-    def __init__(self, pool: asyncpg.Pool[Any], box: SecretBox) -> None:
-        self._pool = pool
-        self._box = box
+    def __init__(self, nc: NATS, timeout_s: float = 5.0) -> None:
+        self._nc = nc
+        self._timeout = timeout_s
 
-    async def for_node(self, ev: NodeDispatched) -> dict[str, str]:
+    async def for_node(self, run_id: str, ev: NodeDispatched) -> dict[str, str]:
         if not ev.owner_id or not mentions_credentials([ev.node]):
             return {}
-        return await credential_values(self._pool, self._box, ev.owner_id)
+        request = NodeCredentialsRequest(run_id=run_id, invocation_id=ev.invocation_id)
+        try:
+            msg = await self._nc.request(
+                NODE_CREDENTIALS, msgspec.json.encode(request), timeout=self._timeout
+            )
+        except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as exc:
+            raise CredentialError(
+                f"the scheduler did not answer for $credentials ({exc!r})"
+            ) from None
+        reply = msgspec.json.decode(msg.data, type=NodeCredentialsReply)
+        if reply.error is not None:
+            raise CredentialError(f"$credentials: {reply.error}")
+        return reply.values
 
 
 class NodeRunner:
@@ -77,7 +96,11 @@ class NodeRunner:
             return  # recorded before the redelivery: never run a side effect twice
         started = _now_ms()
         result: Event
-        secrets = await self._credentials.for_node(ev) if self._credentials else {}
+        try:
+            secrets = await self._credentials.for_node(env.run_id, ev) if self._credentials else {}
+        except CredentialError as exc:
+            await self._record(env, subject, self._failed(ev, str(exc), started), ev)
+            return
         mask = Masker(secrets.values())
         try:
             output = mask.value(await self._execute(env, ev, secrets))

@@ -163,6 +163,7 @@ class ToolWork:
             ev.meta.get("inputs") or {},
             ev.meta.get("upstream") or {},
             vars=ev.meta.get("vars") or {},
+            global_vars=ev.meta.get("globals") or {},
             now=datetime.fromtimestamp(ev.dispatched_at_ms / 1000, UTC),
             timezone=ev.timezone or "UTC",
         )

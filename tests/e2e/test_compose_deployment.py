@@ -216,7 +216,7 @@ async def _run(
             sandbox = _environ(deployment.procs["tool_sandbox"].pid)
             assert "HEYM_DATABASE_URL" not in sandbox
             assert "HEYM_SECRET_KEY" not in sandbox
-            assert "HEYM_SECRET_KEY" not in _environ(deployment.procs["scheduler"].pid)
+            assert "HEYM_SECRET_KEY" not in _environ(deployment.procs["review"].pid)
             assert "HEYM_SECRET_KEY" in _environ(deployment.procs["gateway"].pid)
         finally:
             await deployment.stop()

@@ -115,6 +115,7 @@ def _sub_agent(
         test_run=call.test_run,
         parent_node_id=call.node_id,
         parent_node_label=call.node_label,
+        globals=call.globals,
     )
     subject = subjects.agent(call.run_id, invocation)
     return subject, event, f"subagent-{call.run_id}-{invocation}", invocation
@@ -153,6 +154,8 @@ def _sub_workflow(
         edges=snapshot.edges,
         inputs={"headers": {}, "query": {}, "body": body},
         test_run=call.test_run,
+        # a child sees its parent's globals overlaid with the parent's `$vars`, as Execute does
+        globals={**call.globals, **call.vars},
         trigger_source="AI Agents",
         parent=ParentLink(
             run_id=call.run_id,
@@ -195,6 +198,7 @@ def _sandbox(
             "inputs": call.inputs,
             "upstream": call.upstream,
             "vars": call.vars,
+            "globals": call.globals,
             **node_extra(node),
         }
     idem = hashlib.sha256(f"{call.run_id}:{item}".encode()).hexdigest()[:32]

@@ -309,3 +309,62 @@ async def test_model_errors_fail_the_node_clearly_and_retry_as_configured(
         assert (await c.get("/api/health")).json()["services"]["agent_runtime"][
             "state"
         ] == "healthy"
+
+
+async def test_test_mode_and_globals_reach_what_an_agent_starts(
+    system: System, model: ModelServer
+) -> None:
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        cred = await model_credential(c, model)
+        r = await c.post("/api/global-variables", json={"name": "region", "value": "eu-west"})
+        assert r.status_code in (200, 201), r.text
+        child = await create(
+            c,
+            [
+                n("in", "textInput", "childIn"),
+                n("o", "output", "out", message="child sees $global.region"),
+            ],
+            [e("in", "o")],
+        )
+        model.script = Script(
+            rules=[
+                Rule(
+                    when=Match(assistant_turns=0),
+                    reply=Reply(
+                        tool_calls=[
+                            ToolCall("call_sub_workflow", {"workflow_id": child, "inputs": {}})
+                        ]
+                    ),
+                ),
+                Rule(reply=Reply(text="<{tool_results}>")),
+            ]
+        )
+        wid = await create(
+            c,
+            [
+                n("in", "textInput", "req"),
+                agent(
+                    "a",
+                    "caller",
+                    cred,
+                    subWorkflowIds=[child],
+                    systemInstruction="Work in $global.region.",
+                ),
+            ],
+            [e("in", "a")],
+        )
+        r = await c.post(
+            f"/api/workflows/{wid}/execute",
+            json={"inputs": {"text": "go"}, "test_run": True},
+            headers={"X-Simple-Response": "false"},
+        )
+        assert r.status_code == 200, r.text
+        assert "child sees eu-west" in r.json()["outputs"]["caller"]["text"]
+        # the agent's prompt saw the global, the child run saw it too
+        first = model.chat_requests[0].body["messages"][0]
+        assert first["role"] == "system"
+        assert "Work in eu-west." in first["content"]
+        # a test run writes no history, through the child an agent started neither
+        assert (await c.get(f"/api/workflows/{wid}/history")).json()["total"] == 0
+        assert (await c.get(f"/api/workflows/{child}/history")).json()["total"] == 0
