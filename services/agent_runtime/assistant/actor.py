@@ -31,7 +31,8 @@ from contracts import subjects
 from contracts.base import Envelope
 from contracts.chat import ChatCancelRequested, ChatConversationDeleted
 from libs.chat import Conversation, fold_all
-from libs.eventlog import ConcurrencyConflict, EventLog
+from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
+from libs.eventlog.log import Appended
 from services.agent_runtime.assistant.domain import Idle, Record, Step, decide, step_key
 from services.agent_runtime.assistant.domain.decide import fail
 from services.agent_runtime.assistant.effects import Effects, Work
@@ -161,14 +162,20 @@ class ConversationActor:
                 await self._await_stop(getattr(step, "turn", None))
                 continue
             try:
-                appended = await self._log.append(
-                    subjects.chat_turns(self.conversation_id),
-                    work.events,
-                    expected_sequence=state.last_seq,
-                    scope=subjects.chat_all(self.conversation_id),
-                    message_id=f"chat-{self.conversation_id}-{state.last_seq}",
-                    correlation_id=self.conversation_id,
+                appended = await self._append(state, work)
+            except PayloadTooLarge as exc:
+                turn = getattr(step, "turn", None)
+                if turn is None:
+                    raise
+                # Model output or a result too big to record ends the turn with a clear error
+                # instead of failing the same append on every redelivery.
+                log.warning("conversation %s: %s", self.conversation_id, exc)
+                work = Work(
+                    fail(
+                        state, turn, "Heym chat failed: a step was too large to record", now_ms()
+                    ).events
                 )
+                appended = await self._append(state, work)
             except ConcurrencyConflict:
                 self._pending = (step_key(step), work)
                 await self._catch_up()
@@ -179,6 +186,16 @@ class ConversationActor:
             for after in work.after:
                 await after()
         raise RuntimeError(f"conversation {self.conversation_id}: too many steps in one wake")
+
+    async def _append(self, state: Conversation, work: Work) -> Appended:
+        return await self._log.append(
+            subjects.chat_turns(self.conversation_id),
+            work.events,
+            expected_sequence=state.last_seq,
+            scope=subjects.chat_all(self.conversation_id),
+            message_id=f"chat-{self.conversation_id}-{state.last_seq}",
+            correlation_id=self.conversation_id,
+        )
 
     async def _await_stop(self, turn: object) -> None:
         """Catch up until the interrupting cancel is in the log: a core subscriber can see a

@@ -50,7 +50,12 @@ from services.agent_runtime.assistant.domain import (
 from services.agent_runtime.assistant.domain.build import progress
 from services.agent_runtime.assistant.domain.catalog import ALL_TOOLS, kind_of, label
 from services.agent_runtime.assistant.domain.decide import fail
-from services.agent_runtime.assistant.domain.results import images_in, summary, tool_status
+from services.agent_runtime.assistant.domain.results import (
+    bounded,
+    images_in,
+    summary,
+    tool_status,
+)
 from services.agent_runtime.assistant.messages import model_messages
 from services.agent_runtime.assistant.prompt import prepare_turn
 from services.agent_runtime.assistant.tools import run_sync
@@ -64,6 +69,7 @@ log = logging.getLogger(__name__)
 
 TEMPERATURE = 0.1
 CREDENTIAL_TTL_S = 5.0
+MAX_IMAGE_CHARS = 1_500_000
 # Read-only tools that answer in milliseconds: recorded started and finished in one append
 # (a crash before it simply reruns the read). Slower or writing tools record their start
 # first, so the step label shows while they work.
@@ -349,7 +355,7 @@ class Effects:
     ) -> ChatToolFinished:
         status = tool_status(outcome.result)
         notices = list(outcome.notices)
-        images = images_in(outcome.result)
+        images = [i for i in images_in(outcome.result) if len(i) <= MAX_IMAGE_CHARS]
         if images:
             notices.append({"type": "tool_output", "tool": name, "images": images})
         finished = now_ms()
@@ -357,7 +363,7 @@ class Effects:
             turn_id=turn.turn_id,
             tool_call_id=call_id,
             name=name,
-            result=outcome.result,
+            result=bounded(outcome.result),
             status=status,
             response_summary=summary(name, outcome.result, status),
             elapsed_ms=float(max(0, finished - started_at_ms)),

@@ -244,3 +244,25 @@ async def test_cancel_during_a_model_call_cancels_the_request(
         assert elapsed < float(system.env["HEYM_MODEL_TIMEOUT_S"]), elapsed
         await asyncio.sleep(0.5)
     assert len(model.chat_requests) == 1
+
+
+async def test_a_reply_too_large_to_record_fails_the_turn_cleanly(
+    system: System, model: ModelServer
+) -> None:
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        cred = await model_credential(c, model)
+        model.script = Script(
+            rules=[
+                Rule(
+                    when=Match(last_user_contains="huge"), reply=Reply(text="x" * (9 * 1024 * 1024))
+                ),
+                Rule(reply=Reply(text="small again")),
+            ]
+        )
+        cid = await conversation(c)
+        frames = await turn(c, cid, "say something huge", cred)
+        (error,) = of(frames, "error")
+        assert "too large to record" in error["text"]
+        # the conversation is not stuck: the next message gets a reply
+        assert reply(await turn(c, cid, "and now?", cred)) == "small again"

@@ -231,3 +231,20 @@ def test_frames_markers_and_titles() -> None:
     assert [f["type"] for f in ended] == ["tool_end", "title", "assistant_done"]
     assert ended[0]["status"] == "cancelled"
     assert ended[-1]["cancelled"] is True
+
+
+def test_recorded_results_are_bounded_but_keep_their_status() -> None:
+    from services.agent_runtime.assistant.domain.results import MAX_RECORDED_CHARS, bounded
+
+    small = {"status": "success", "outputs": {"a": 1}}
+    assert bounded(small) is small
+    big = {
+        "status": "error",
+        "execution_history_id": "r1",
+        "outputs": {"x": "y" * MAX_RECORDED_CHARS},
+    }
+    kept = bounded(big)
+    assert kept["status"] == "error"
+    assert kept["execution_history_id"] == "r1"
+    assert kept["truncated"] is True
+    assert len(json.dumps(kept)) < 10_000

@@ -14,6 +14,9 @@ from typing import Any, Final
 from contracts.chat import MAX_BUILD_TEST_RUNS
 
 MAX_RESULT_CHARS: Final = 96_000
+# What a recorded tool result may hold (the model never gets more than MAX_RESULT_CHARS; the
+# record keeps more for the UI and history, but not without bound).
+MAX_RECORDED_CHARS: Final = 256_000
 SUMMARY_ERROR_CHARS: Final = 150
 IMAGE_PLACEHOLDER: Final = "[image omitted - see workflow execution in UI]"
 _DATA_IMAGE = re.compile(r"^data:image/[a-zA-Z0-9.+-]+;base64,", re.ASCII)
@@ -132,6 +135,21 @@ def for_model(result: Any) -> str:
             }
         )
     return text
+
+
+def bounded(result: Any) -> Any:
+    """A result small enough to record: as is, or its top-level scalars (status, ids, error)
+    with the start of its JSON and its original length."""
+    text = json.dumps(result, default=str)
+    if len(text) <= MAX_RECORDED_CHARS:
+        return result
+    kept: dict[str, Any] = {}
+    if isinstance(result, dict):
+        for key, value in result.items():
+            scalar = isinstance(value, bool | int | float) or value is None
+            if scalar or (isinstance(value, str) and len(value) <= 1000):
+                kept[key] = value
+    return {**kept, "truncated": True, "summary": text[:8000], "original_length": len(text)}
 
 
 def _without_images(value: Any, depth: int = 0) -> Any:
