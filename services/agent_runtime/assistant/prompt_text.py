@@ -74,15 +74,22 @@ def workflows_section(workflows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def credentials_section(credentials: list[dict[str, Any]]) -> str:
+def credentials_section(credentials: list[dict[str, Any]], *, ask: bool = True) -> str:
+    """The user's credentials; `ask` (Heym's ASK_AND_CREATE) explains how to ask for a
+    missing one, otherwise (APPLY_CHOICES, the builder) the choices given are applied."""
+    how = (
+        "When a new node needs a credential the user does not have, ask with a single-choice "
+        "heym-clarify question per service whose options are the existing credentials, a "
+        'create option {"label", "create": {"type", "name"}}, and "continue without a '
+        'credential".'
+        if ask
+        else "Use the credentials named in the credential choices given; never invent one."
+    )
     lines = [
         "## Credentials",
         "The user's credentials (names, types and ids only; you never see their values). An "
         "llm or agent node you build uses the chat's own model credential unless the user "
-        "picks another. When a new node needs a credential the user does not have, ask with "
-        "a single-choice heym-clarify question per service whose options are the existing "
-        'credentials, a create option {"label", "create": {"type", "name"}}, and "continue '
-        'without a credential".',
+        "picks another. " + how,
     ]
     for c in credentials:
         lines.append(f"- {c['name']} ({c['type']}, id {c['id']})")
@@ -139,7 +146,11 @@ def builder_system_prompt(
 ) -> str:
     """The AI-Builder's prompt (`create_workflow`/`edit_workflow`): the DSL reference, the
     workflows an execute node may call, the goal and current workflow, the credentials."""
-    parts = [dsl_reference(), workflows_section(workflows), credentials_section(credentials)]
+    parts = [
+        dsl_reference(),
+        workflows_section(workflows),
+        credentials_section(credentials, ask=False),
+    ]
     if current is not None:
         parts.append(
             "## Current Workflow Goal\n"
