@@ -35,7 +35,8 @@ from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.eventlog.log import Appended
 from services.agent_runtime.assistant.domain import Idle, Record, Step, decide, step_key
 from services.agent_runtime.assistant.domain.decide import fail
-from services.agent_runtime.assistant.effects import Effects, Work
+from services.agent_runtime.assistant.effects import Effects
+from services.agent_runtime.assistant.work import Work
 
 log = logging.getLogger(__name__)
 
