@@ -113,6 +113,17 @@ async def test_another_users_key_sees_nothing_of_yours(system: System, model: Mo
         assert r.status_code == 401
         r = await raw.post(f"/api/mcp?key={key_a}", json=INIT, headers=HEADERS)
         assert r.status_code == 400  # credentials in the URL are refused
+        # A session only serves the credential (and server) that opened it.
+        r = await raw.post("/api/mcp", json=INIT, headers={**HEADERS, "X-MCP-Key": key_a})
+        assert r.status_code == 200
+        session = {
+            "mcp-session-id": r.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-06-18",
+        }
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        for url, key in ((f"/api/mcp/servers/{sid}/mcp", server_key), ("/api/mcp", key_b)):
+            r = await raw.post(url, json=listing, headers={**HEADERS, **session, "X-MCP-Key": key})
+            assert r.status_code == 404, (url, r.status_code, r.text)
 
     # The named server's key reaches only its assigned workflows, and no chat until enabled.
     async with streamable(f"{system.base_url}/api/mcp/servers/{sid}/mcp", server_key) as session:
