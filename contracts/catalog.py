@@ -16,6 +16,7 @@ import msgspec
 
 from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
+from contracts.chat import CHAT_EVENTS
 from contracts.nodes import NODE_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
 from contracts.schedules import SCHEDULE_EVENTS
@@ -26,6 +27,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     *NODE_EVENTS,
     *AGENT_EVENTS,
     *SANDBOX_TOOL_EVENTS,
+    *CHAT_EVENTS,
     *SCHEDULE_EVENTS,
 )
 
@@ -123,6 +125,7 @@ def channels() -> tuple[Channel, ...]:
         ToolCallRecorded,
         ToolCallsDispatched,
     )
+    from contracts.chat import CHAT_COMMAND_EVENTS, CHAT_TURN_EVENTS
     from contracts.nodes import (
         ChildRunStarted,
         NodeAttemptFailed,
@@ -135,6 +138,7 @@ def channels() -> tuple[Channel, ...]:
     from contracts.runs import (
         CancelRequested,
         RunCompleted,
+        RunEndReported,
         RunOutputReady,
         RunRequested,
         RunStarted,
@@ -202,6 +206,27 @@ def channels() -> tuple[Channel, ...]:
             writer="NATS (scheduled messages set by the scheduler)",
             description="Durable timers firing: retry back-off and wait nodes.",
             events=(TimerFired,),
+        ),
+        Channel(
+            name="chat-commands",
+            address="heym.chat.{conversation_id}.cmd",
+            writer="gateway; scheduler (run ends); NATS (timers)",
+            description=(
+                "What comes into a conversation with the Heym Agent from outside: its creation "
+                "and edits, user messages, queue edits, cancellation, the ends of runs the "
+                "assistant started, and its fired timers."
+            ),
+            events=(*CHAT_COMMAND_EVENTS, RunEndReported),
+        ),
+        Channel(
+            name="chat-turns",
+            address="heym.chat.{conversation_id}.turn",
+            writer="agent_runtime (the assistant)",
+            description=(
+                "What the assistant recorded, step by step, before using it: a turn's prompt, "
+                "each model round, each tool's start and end, compressions, the turn's end."
+            ),
+            events=CHAT_TURN_EVENTS,
         ),
         Channel(
             name="agent-invocations",

@@ -58,6 +58,10 @@ class RunRequested(Event, tag="run.requested", frozen=True):
     workflow_cache: dict[str, WorkflowSnapshot] = msgspec.field(default_factory=dict)
     timezone: str = "UTC"
     traceparent: str | None = None
+    # Where the scheduler reports the run's end (`RunEndReported`), when someone outside the
+    # run waits on it without holding anything in memory: today a conversation's command
+    # subject (`heym.chat.<conversation>.cmd`, see `subjects.is_report_target`).
+    report_to: str = ""
     # The owner's global variables when the run started (`$global`; a child run gets its
     # parent's, overlaid with the parent's `$vars`). Replay reads these, never the live store.
     globals: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -92,10 +96,25 @@ class RunCompleted(Event, tag="run.completed", frozen=True):
     finished_at_ms: int = 0
 
 
+class RunEndReported(Event, tag="run.end_reported", frozen=True):
+    """A run's end, appended by the scheduler to the run's `report_to` subject (message id
+    `run-end-<run>`, so a repeated report is stored once)."""
+
+    run_id: str
+    workflow_id: str
+    workflow_name: str = ""
+    status: Literal["success", "error", "cancelled"] = "success"
+    outputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    error: str | None = None
+    execution_time_ms: float = 0.0
+    finished_at_ms: int = 0
+
+
 RUN_LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     RunRequested,
     CancelRequested,
     RunStarted,
     RunOutputReady,
     RunCompleted,
+    RunEndReported,
 )

@@ -19,6 +19,10 @@ Layout of the run stream (`HEYM_RUNS`, subjects `heym.run.>`, `heym.agent.>`, `h
 - `heym.run.<run>.timer`            fired durable timers (`wait` nodes, retry back-off)
 - `heym.timers.<run>.<timer>`       the pending timer itself (a JetStream scheduled message whose
                                     target is `heym.run.<run>.timer`)
+- `heym.chat.<conversation>.cmd`    a conversation with the Heym Agent: what comes from outside
+                                    (messages, edits, cancel, run ends, fired timers)
+- `heym.chat.<conversation>.turn`   what the assistant recorded (prompts, model rounds, tools)
+- `heym.timers.chat-<conversation>.<timer>` a conversation's pending timer (target: its `.cmd`)
 - `heym.cron.schedule.<workflow>`   a cron workflow's schedule (a JetStream cron schedule message,
                                     one per workflow; the server writes each tick to the next one)
 - `heym.cron.tick.<workflow>`       the ticks of that schedule (`CronTicked`), each started as a run
@@ -39,6 +43,7 @@ RUN_STREAM_SUBJECTS: Final = (
     "heym.agent.>",
     "heym.work.>",
     "heym.timers.>",
+    "heym.chat.>",
     "heym.cron.>",
 )
 
@@ -125,12 +130,52 @@ def run_id_of(subject: str) -> str:
     return parts[2]
 
 
+def chat_all(conversation_id: str) -> str:
+    """Every subject of one conversation: its replay filter and its concurrency scope."""
+    return f"heym.chat.{token(conversation_id)}.>"
+
+
+def chat_commands(conversation_id: str) -> str:
+    return f"heym.chat.{token(conversation_id)}.cmd"
+
+
+def chat_turns(conversation_id: str) -> str:
+    return f"heym.chat.{token(conversation_id)}.turn"
+
+
+def chat_timer_schedule(conversation_id: str, timer_id: str) -> str:
+    return f"heym.timers.chat-{token(conversation_id)}.{token(timer_id)}"
+
+
+def conversation_of(subject: str) -> str:
+    """The conversation id carried by a `heym.chat.<conversation>.…` subject."""
+    parts = subject.split(".")
+    if len(parts) < 4 or parts[0] != "heym" or parts[1] != "chat":
+        raise SubjectError(f"not a conversation subject: {subject!r}")
+    return parts[2]
+
+
+def is_report_target(subject: str) -> bool:
+    """Whether a run may report its end to `subject` (`RunRequested.report_to`): only a
+    conversation's command subject, so a run request cannot make the scheduler write anywhere
+    else."""
+    parts = subject.split(".")
+    return (
+        len(parts) == 4
+        and parts[:2] == ["heym", "chat"]
+        and parts[3] == "cmd"
+        and bool(_TOKEN.match(parts[2]))
+    )
+
+
 # Durable consumer filters, one per consuming purpose.
 ALL_RUN_EVENTS: Final = "heym.run.>"
 ALL_COMMANDS: Final = "heym.run.*.cmd"
 ALL_NODE_EVENTS: Final = "heym.run.*.node.*"
 ALL_TIMERS: Final = "heym.run.*.timer"
 ALL_AGENT_EVENTS: Final = "heym.agent.>"
+ALL_CHAT_COMMANDS: Final = "heym.chat.*.cmd"
+ALL_CHAT_EVENTS: Final = "heym.chat.>"
 
 
 def work_for(service: str) -> str:

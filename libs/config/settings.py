@@ -35,6 +35,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # An `http` node's request without `-m` (Heym: 300 s), and the largest response body.
     http_timeout_s: float = 30.0
     http_max_response_bytes: int = 5 * 1024 * 1024
+    # Where the assistant's documentation search reads README.md and docs/ (default: the
+    # source tree the services run from).
+    docs_dir: Path | None = None
+    # Host names (besides loopback and HEYM_HTTP_HOST) MCP clients may use: the MCP endpoints
+    # refuse other Host/Origin headers (DNS-rebinding protection).
+    mcp_allowed_hosts: tuple[str, ...] = ()
     # Retries of a failed model request (429, 5xx, timeout) inside one agent invocation,
     # before the node's own retry policy applies.
     model_retries: int = 3
@@ -157,4 +163,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         sandbox_bubblewrap=_choice(env, "HEYM_SANDBOX_BUBBLEWRAP", ("auto", "require", "off")),
         skill_runner=_choice(env, "HEYM_SKILL_RUNNER", ("auto", "uv", "python")),
         sandbox_uid_base=_int(env, "HEYM_SANDBOX_UID_BASE", 61000, lo=1000, hi=2**31 - 70000),
+        docs_dir=Path(docs) if (docs := text("HEYM_DOCS_DIR")) else None,
+        mcp_allowed_hosts=tuple(
+            h.strip() for h in (text("HEYM_MCP_ALLOWED_HOSTS") or "").split(",") if h.strip()
+        ),
     )

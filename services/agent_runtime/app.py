@@ -13,6 +13,7 @@ from libs.projection import ProjectionRunner
 from libs.service import ServiceContext
 from libs.service.worker import build_app
 from services.agent_runtime import handlers
+from services.agent_runtime.assistant.edge import install as install_assistant
 from services.agent_runtime.projection import TraceProjector
 
 SERVICE = "agent_runtime"
@@ -21,6 +22,7 @@ SERVICE = "agent_runtime"
 def create_app(settings: Settings) -> tuple[FastStream, ServiceContext]:
     ctx = ServiceContext(SERVICE, settings)
     app = build_app(ctx, register=handlers.register)
+    install_assistant(app, ctx)  # the Heym Agent (chat assistant): services/agent_runtime/assistant
 
     async def start_projection() -> None:
         runner = ProjectionRunner(ctx.nc, ctx.pool, TraceProjector(), event_log=ctx.event_log)

@@ -23,7 +23,13 @@ from contracts.nodes import (
     TimerFired,
     TimerScheduled,
 )
-from contracts.runs import CancelRequested, ParentLink, RunCompleted, RunRequested
+from contracts.runs import (
+    CancelRequested,
+    ParentLink,
+    RunCompleted,
+    RunEndReported,
+    RunRequested,
+)
 from contracts.tools import tool_result_message_id
 from libs.eventlog import ConcurrencyConflict, EventLog
 from services.scheduler.domain import RunState
@@ -170,9 +176,35 @@ class Effects:
         except ConcurrencyConflict:
             log.info("child run %s was already started", started.child_run_id)
 
+    async def report_end(self, state: RunState, done: RunCompleted) -> None:
+        """Tell whoever waits on the run (a conversation) that it ended: an append with a fixed
+        message id, repeated harmlessly after a reload."""
+        target = state.request.report_to
+        if not subjects.is_report_target(target):
+            log.warning("run %s: refusing to report its end to %r", state.run_id, target)
+            return
+        await self._log.append(
+            target,
+            [
+                RunEndReported(
+                    run_id=state.run_id,
+                    workflow_id=state.request.workflow_id,
+                    workflow_name=state.request.workflow_name,
+                    status=done.status,
+                    outputs=done.outputs,
+                    error=done.error,
+                    execution_time_ms=done.execution_time_ms,
+                    finished_at_ms=done.finished_at_ms,
+                )
+            ],
+            message_id=f"run-end-{state.run_id}",
+        )
+
     async def run_completed(self, state: RunState, done: RunCompleted) -> None:
         if done.status == "cancelled":
             await self._cancel_inflight(state, done.error or "parent run cancelled")
+        if state.request.report_to:
+            await self.report_end(state, done)
         parent = state.request.parent
         if parent is not None and parent.via == "agent" and parent.tool_call_id:
             await self._answer_agent(state, parent, done)

@@ -9,6 +9,7 @@ import sys
 
 from tests.bench import (
     agent_bench,
+    assistant_bench,
     eventlog_bench,
     expressions_bench,
     sandbox_bench,
@@ -21,6 +22,7 @@ SUITES = {
     "workflow": workflow_bench.run,
     "agent": agent_bench.run,
     "sandbox": sandbox_bench.run,
+    "assistant": assistant_bench.run,
     "expressions": expressions_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
