@@ -17,6 +17,7 @@ import msgspec
 from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
 from contracts.nodes import NODE_EVENTS
+from contracts.review import REVIEW_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
 from contracts.schedules import SCHEDULE_EVENTS
 from contracts.tools import SANDBOX_TOOL_EVENTS
@@ -27,6 +28,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     *AGENT_EVENTS,
     *SANDBOX_TOOL_EVENTS,
     *SCHEDULE_EVENTS,
+    *REVIEW_EVENTS,
 )
 
 

@@ -92,10 +92,32 @@ class RunCompleted(Event, tag="run.completed", frozen=True):
     finished_at_ms: int = 0
 
 
+class RunPaused(Event, tag="run.paused", frozen=True):
+    """The run waits for a human review (status `pending`): nothing new starts on its main
+    path, what was running has finished. `outputs` are Heym's pending outputs
+    (`{label: pending payload}`); `review` is the innermost paused agent's pending payload
+    (with `reviewUrl`), also for a review inside a sub-agent or a child run."""
+
+    node_id: str
+    request_id: str
+    outputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    review: dict[str, Any] = msgspec.field(default_factory=dict)
+    execution_time_ms: float = 0.0
+
+
+class RunResumed(Event, tag="run.resumed", frozen=True):
+    """The paused node reported again after its review was decided: the run goes on."""
+
+    node_id: str
+    request_id: str
+
+
 RUN_LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     RunRequested,
     CancelRequested,
     RunStarted,
     RunOutputReady,
     RunCompleted,
+    RunPaused,
+    RunResumed,
 )

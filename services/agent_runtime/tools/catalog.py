@@ -11,6 +11,7 @@ from typing import Any
 
 from contracts.workflows import TARGET_TOOL_INPUT
 from services.agent_runtime.call import AgentCall
+from services.agent_runtime.tools.review import review_tool
 from services.agent_runtime.tools.spec import ToolSpec, object_schema
 
 _TERMINAL_MAPPERS = {"jsonOutputMapper", "htmlOutputMapper"}
@@ -46,21 +47,7 @@ def build_tools(call: AgentCall) -> list[ToolSpec]:
                 )
             )
     if data.get("hitlEnabled"):
-        tools.append(
-            ToolSpec(
-                name="request_human_review",
-                source="hitl",
-                description="Ask a human to review and approve before a sensitive action.",
-                parameters=object_schema(
-                    {
-                        "summary": {"type": "string"},
-                        "review_markdown": {"type": "string"},
-                        "reason": {"type": "string"},
-                    },
-                    ["review_markdown"],
-                ),
-            )
-        )
+        tools.append(review_tool())
     for skill in data.get("skills") or []:
         if not isinstance(skill, dict):
             continue
