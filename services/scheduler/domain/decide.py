@@ -23,12 +23,19 @@ from contracts.nodes import (
     NodeRetryScheduled,
     TimerScheduled,
 )
-from contracts.runs import RunCompleted, RunOutputReady, RunStarted, WorkflowSnapshot
+from contracts.runs import (
+    RunCompleted,
+    RunOutputReady,
+    RunPaused,
+    RunResumed,
+    RunStarted,
+    WorkflowSnapshot,
+)
 from contracts.subjects import NO_SERVICE
 from contracts.workflows import MAX_SUB_WORKFLOW_DEPTH, NODE_TYPES
 from libs.secrets.masking import Masker
 from services.scheduler.domain.context import NodeCall, upstream_outputs
-from services.scheduler.domain.evolve import evolve
+from services.scheduler.domain.evolve import evolve, pending_request
 from services.scheduler.domain.execute_node import child_inputs
 from services.scheduler.domain.nodes import PURE_NODES, Outcome
 from services.scheduler.domain.outputs import final_outputs
@@ -112,6 +119,7 @@ class _Decider:
         if s.cancel_requested:
             self._finish("cancelled", error=s.cancel_reason or "cancelled")
             return
+        self._resumed()
         while True:
             progressed = self._resolve_failures()
             progressed = self._fire_timers() or progressed
@@ -119,7 +127,8 @@ class _Decider:
             if progressed:
                 continue
             if s.inflight or s.timers or s.failures:
-                return  # waiting for a service, a child run or a timer
+                self._pause()
+                return  # waiting for a service, a child run, a timer or a human review
             if s.first_error is not None and s.graph.error_handlers and not s.error_flow:
                 for handler in s.graph.error_handlers:
                     self._start(handler, attempt=1)
@@ -133,6 +142,9 @@ class _Decider:
             pool: list[str] = [n for n in s.graph.order if n in s.graph.error_flow]
         elif s.first_error is None:
             pool = s.graph.main
+            if s.paused:
+                # Paused for a review: only the review branches run; the main path waits.
+                pool = [n for n in pool if n in s.review_branch]
         else:
             return False  # a failed run schedules nothing new; in-flight work drains
         progressed = False
@@ -231,6 +243,7 @@ class _Decider:
             test_run=s.request.test_run,
             trigger_source=s.request.trigger_source,
             globals=s.request.globals,
+            review_branch=nid in s.review_branch,
             **_agent_context(s, nid),
         )
         why = too_large(dispatch, self.max_bytes)
@@ -308,6 +321,39 @@ class _Decider:
                 output={"status": "dispatched", "workflow_id": target},
                 invocation=inv,
             )
+
+    # -- human review -----------------------------------------------------------------------
+    def _pause(self) -> None:
+        """Announce the pause (run status `pending`) once everything else has drained: no
+        invocation in flight but the paused ones, no timer, no failure to decide."""
+        s = self.s
+        if not s.paused or s.timers or s.failures:
+            return
+        paused = {ev.invocation_id for ev in s.paused.values()}
+        if any(inv not in paused for inv in s.inflight):
+            return
+        node_id, latest = next(reversed(s.paused.items()))
+        request_id = pending_request(latest)
+        if s.run_paused == request_id:
+            return
+        review = latest.output if isinstance(latest.output, dict) else {}
+        self.emit(
+            RunPaused(
+                node_id=node_id,
+                request_id=request_id,
+                outputs={s.graph.labels[n]: ev.output for n, ev in s.paused.items()},
+                review=review,
+                execution_time_ms=float(max(0, self.now - (s.started_at_ms or self.now))),
+            )
+        )
+
+    def _resumed(self) -> None:
+        s = self.s
+        if s.run_paused is None:
+            return
+        if s.run_paused in {pending_request(ev) for ev in s.paused.values()}:
+            return
+        self.emit(RunResumed(node_id=s.run_paused_node, request_id=s.run_paused))
 
     # -- failures, retries, timers ----------------------------------------------------------
     def _attempt_failed(self, nid: str, attempt: int, outcome: Outcome) -> None:
