@@ -249,7 +249,12 @@ class ExecuteController(Controller):
         if not ended and outcome.paused is not None:
             # Paused for a human review (Heym §5.3): the pending outputs, status `pending`.
             paused = outcome.paused
-            outputs, status, code, elapsed = paused.outputs, "pending", 200, paused.execution_time_ms
+            outputs, status, code, elapsed = (
+                paused.outputs,
+                "pending",
+                200,
+                paused.execution_time_ms,
+            )
         elif not ended:
             return Response(
                 {"execution_id": run_id, "status": "running", "execution_history_id": run_id},
