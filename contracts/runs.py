@@ -61,6 +61,9 @@ class RunRequested(Event, tag="run.requested", frozen=True):
     # The owner's global variables when the run started (`$global`; a child run gets its
     # parent's, overlaid with the parent's `$vars`). Replay reads these, never the live store.
     globals: dict[str, Any] = msgspec.field(default_factory=dict)
+    # Where the request came from (its Origin, else forwarded headers, else its own base URL):
+    # the base of human review links when HEYM_PUBLIC_URL is not set (Heym §5.3).
+    public_base_url: str = ""
 
 
 class CancelRequested(Event, tag="run.cancel_requested", frozen=True):

@@ -33,6 +33,7 @@ from libs.results.sub_runs import child_runs, sub_workflow_executions
 from services.gateway import store, throttle
 from services.gateway.auth import presented_execution_token, required_user, user_unless_token
 from services.gateway.bodies import json_body
+from services.gateway.review_links import public_base_url
 from services.gateway.runs import (
     new_run_request,
     request_cancel,
@@ -138,7 +139,11 @@ async def _run_request(request: Request[Any, Any, State], p: _Prepared) -> Any:
         traceparent=request.headers.get("traceparent"),
     )
     # `$global` as it is now, snapshotted into the request (replay never reads the store).
-    return msgspec.structs.replace(run, globals=await global_values(ctx.pool, p.owner))
+    return msgspec.structs.replace(
+        run,
+        globals=await global_values(ctx.pool, p.owner),
+        public_base_url=public_base_url(request),
+    )
 
 
 def _status_code(done: RunCompleted) -> int:
