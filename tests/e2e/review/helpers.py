@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -80,19 +81,30 @@ async def history(c: httpx.AsyncClient, wid: str, run_id: str) -> dict[str, Any]
     return body
 
 
-async def wait_status(
-    c: httpx.AsyncClient, wid: str, run_id: str, statuses: set[str], timeout: float = 60
+async def wait_entry(
+    c: httpx.AsyncClient,
+    wid: str,
+    run_id: str,
+    done: Callable[[dict[str, Any]], bool],
+    timeout: float = 60,
 ) -> dict[str, Any]:
+    """The run's history entry once `done(entry)` holds."""
     deadline = time.monotonic() + timeout
     entry: dict[str, Any] = {}
     while time.monotonic() < deadline:
         r = await c.get(f"/api/workflows/{wid}/history/{run_id}")
         if r.status_code == 200:
             entry = r.json()
-            if entry["status"] in statuses:
+            if done(entry):
                 return entry
         await asyncio.sleep(0.1)
-    raise AssertionError(f"run {run_id} never reached {statuses}: {entry.get('status')}")
+    raise AssertionError(f"run {run_id} never got there: {entry.get('status')}")
+
+
+async def wait_status(
+    c: httpx.AsyncClient, wid: str, run_id: str, statuses: set[str], timeout: float = 60
+) -> dict[str, Any]:
+    return await wait_entry(c, wid, run_id, lambda x: x["status"] in statuses, timeout)
 
 
 def script(*rules: Rule) -> Script:
