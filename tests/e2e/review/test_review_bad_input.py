@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from contracts.review import ReviewDecided
 from libs.testing.http_target import HttpTarget
 from libs.testing.model_server import ModelServer
 from tests.e2e.agents.helpers import create, model_credential
@@ -84,21 +85,31 @@ async def test_used_token_409_and_410(system: System, model: ModelServer) -> Non
         assert "already decided" in page.text
 
 
-async def test_two_decisions_at_once_exactly_one_wins(system: System, model: ModelServer) -> None:
+async def test_decisions_posted_at_once_exactly_one_wins(
+    system: System, model: ModelServer
+) -> None:
     async with paused_run(system, model) as p:
         url = f"/api/hitl/{p.token}/decision"
-        answers = await asyncio.gather(
-            p.c.post(url, json={"action": "accept"}),
-            p.c.post(url, json={"action": "edit", "edited_text": "other text"}),
-            p.c.post(url, json={"action": "refuse"}),
-        )
-        assert sorted(a.status_code for a in answers) == [202, 409, 409], [a.text for a in answers]
+        bodies = [
+            {"action": "accept"},
+            {"action": "edit", "edited_text": "other text"},
+            {"action": "refuse"},
+        ] * 4
+        answers = await asyncio.gather(*(p.c.post(url, json=b) for b in bodies))
+        codes = sorted(a.status_code for a in answers)
+        assert codes == [202] + [409] * (len(bodies) - 1), [a.text for a in answers]
         done = await wait_status(p.c, p.wid, p.run_id, {"success", "error"})
         writer = next(x for x in done["node_results"] if x["node_label"] == "writer")
-        winner = next(a for a in answers if a.status_code == 202)
-        assert winner.json()["request_id"] == p.payload["requestId"]
-        assert len(writer["output"]["hitlHistory"]) == 1
-        # resumed once: at most one model request after the draft
+        winner = bodies[[a.status_code for a in answers].index(202)]
+        decided = {"accept": "accepted", "edit": "edited", "refuse": "refused"}[winner["action"]]
+        assert writer["output"]["decision"] == decided
+        # exactly one decision is on the log, and the agent resumed once
+        recorded = [
+            env.event
+            for env in await system.events(p.run_id)
+            if isinstance(env.event, ReviewDecided)
+        ]
+        assert len(recorded) == 1
         assert [q.rule_name for q in model.chat_requests].count("after-review") <= 1
         assert [q.rule_name for q in model.chat_requests].count("draft") == 1
 
