@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from libs.testing.http_target import HttpTarget
-from libs.testing.model_server import ModelServer
+from libs.testing.model_server import ModelServer, Reply, Rule
 from tests.e2e.agents.helpers import create, model_credential
 from tests.e2e.review.helpers import (
     DRAFT,
@@ -123,3 +123,17 @@ async def test_pause_then_decision_resumes_by_replay(
             assert [q["path"] for q in target.requests].count(path) == 1
             statuses = [x["status"] for x in done["node_results"] if x["node_label"] == "notify"]
             assert statuses == ["success"]
+
+
+async def test_review_branch_is_skipped_when_the_agent_needs_no_review(system: System) -> None:
+    """Heym ran the review branch whenever a HITL agent finished (quirk 2): here it runs only
+    at a pause, so a run that needed no review sends no notification."""
+    with ModelServer(script(Rule(reply=Reply(text="nothing to review")))) as model:
+        async with HttpTarget() as target:
+            c, wid, run_id, body, path = await _paused_run(system, model, target)
+            async with contextlib.aclosing(c):
+                assert body["status"] == "success", body
+                assert body["outputs"]["answer"]["result"] == "nothing to review"
+                rows = {r["node_label"]: r["status"] for r in body["node_results"]}
+                assert rows["notify"] == "skipped"
+                assert [q for q in target.requests if q["path"] == path] == []
