@@ -130,7 +130,7 @@ async def test_review_branch_is_skipped_when_the_agent_needs_no_review(system: S
     at a pause, so a run that needed no review sends no notification."""
     with ModelServer(script(Rule(reply=Reply(text="nothing to review")))) as model:
         async with HttpTarget() as target:
-            c, wid, run_id, body, path = await _paused_run(system, model, target)
+            c, _wid, _run_id, body, path = await _paused_run(system, model, target)
             async with contextlib.aclosing(c):
                 assert body["status"] == "success", body
                 assert body["outputs"]["answer"]["result"] == "nothing to review"
