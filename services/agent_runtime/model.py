@@ -9,6 +9,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from libs.secrets.credentials import ResolvedCredential, client_base_url
 from services.agent_runtime.compression import context_limit as compression_limit
@@ -108,7 +109,12 @@ class ModelClients:
             kwargs["response_format"] = response_format
         started = time.perf_counter()
         try:
-            completion = await self.client(cred).chat.completions.create(**kwargs)
+            # `post` with the body as built: `chat.completions.create` first walks every message
+            # through the client's typed-dict transform, which took ~200 ms for a
+            # 1,000-message conversation (measured); the messages are plain JSON already.
+            completion = await self.client(cred).post(
+                "/chat/completions", body=kwargs, cast_to=ChatCompletion
+            )
         except openai.APITimeoutError:
             raise ModelError(
                 f"model {model!r} did not answer within {self.timeout_s:.0f}s"
