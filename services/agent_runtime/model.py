@@ -9,7 +9,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 
 from libs.secrets.credentials import ResolvedCredential, client_base_url
 from services.agent_runtime.compression import context_limit as compression_limit
@@ -142,7 +142,7 @@ class ModelClients:
                     "function": {"name": tc.function.name, "arguments": tc.function.arguments},
                 }
                 for tc in msg.tool_calls
-                if getattr(tc, "function", None) is not None
+                if isinstance(tc, ChatCompletionMessageFunctionToolCall)
             ]
         reasoning_text = getattr(msg, "reasoning", None)
         if not msg.content and isinstance(reasoning_text, str):
