@@ -8,6 +8,8 @@ import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from contracts.agents import ToolCallRecorded
+
 if TYPE_CHECKING:
     from services.agent_runtime.domain.state import AgentState, Review
 
@@ -139,6 +141,30 @@ def tool_result(review: Review) -> dict[str, Any]:
             f"with the task.\n\nApproved Markdown:\n{text}"
         ),
     }
+
+
+def decision_record(review: Review) -> ToolCallRecorded:
+    """The review call's result, a pure function of the decision: an accepted or edited
+    review answers its call as soon as the decision is folded, so the conversation goes on
+    with no further append before the next model request."""
+    r = review.requested
+    d = review.decided
+    assert d is not None
+    return ToolCallRecorded(
+        turn=r.turn,
+        node_id=r.node_id,
+        node_label=r.node_label,
+        tool_call_id=r.tool_call_id,
+        name=r.tool_name,
+        source=r.tool_source,
+        arguments=r.tool_arguments,
+        result=tool_result(review),
+        status="success",
+        started_at_ms=r.requested_at_ms,
+        finished_at_ms=d.decided_at_ms,
+        elapsed_ms=float(max(0, d.decided_at_ms - r.requested_at_ms)),
+        extra={"request_id": r.request_id, "decision": d.decision},
+    )
 
 
 def decided_reviews(state: AgentState) -> list[Review]:

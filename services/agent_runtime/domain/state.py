@@ -41,6 +41,7 @@ from contracts.review import (
 from contracts.runs import RUN_LIFECYCLE_EVENTS
 from contracts.tools import SANDBOX_TOOL_EVENTS
 from services.agent_runtime.domain.compression_plan import apply_compression, plan_at
+from services.agent_runtime.domain.review import decision_record
 
 Request = AgentRequested | SubAgentDispatched
 
@@ -255,6 +256,11 @@ def _review(
         # The first end wins (the writers' expected sequences already make it the only one).
         if isinstance(event, ReviewDecided):
             review.decided = event
+            r = review.requested
+            turn = state.turns[r.turn - 1] if 0 < r.turn <= len(state.turns) else None
+            if event.decision != "refused" and turn is not None and state.finished is None:
+                # The decision answers the review call (refused: the invocation ends instead).
+                turn.results.setdefault(r.tool_call_id, decision_record(review))
         else:
             review.expired = event
 

@@ -1,20 +1,21 @@
 """The review steps: start the children and reviews a turn planned, report a pause up, and
-apply a reviewer's decision (Heym §5.5) to the replayed conversation.
+apply a refusal (Heym §5.5).
 
-Accept and edit record the review call's result (the approved Markdown, as the source of
-truth) and the decider asks the model again with the remaining iterations; refuse records it
-and ends the invocation at once with `decision: "refused"` and empty text.
+An accepted or edited review needs no step: folding the decision answers the review call
+(the approved Markdown, as the source of truth; `domain/review.decision_record`), so the
+decider asks the model again at once with the remaining iterations. A refusal records the
+call's result and ends the invocation at once with `decision: "refused"` and empty text.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from contracts.agents import AgentFinished, ToolCallRecorded
+from contracts.agents import AgentFinished
 from contracts.base import Event
 from services.agent_runtime import review_effects
 from services.agent_runtime.domain import ApplyDecision, Paused, tool_name
-from services.agent_runtime.domain.review import decision_fields, tool_result
+from services.agent_runtime.domain.review import decision_fields, decision_record
 from services.agent_runtime.result import agent_output
 from services.agent_runtime.steps.context import AgentFailed, StepContext, now_ms
 from services.agent_runtime.tools.plan import ToolPlan
@@ -72,24 +73,7 @@ async def apply_decision(ctx: StepContext, step: ApplyDecision) -> None:
     review = state.reviews[step.request_id]
     decided = review.decided
     assert decided is not None
-    r = review.requested
-    events: list[Event] = [
-        ToolCallRecorded(
-            turn=r.turn,
-            node_id=ctx.call.node_id,
-            node_label=ctx.call.node_label,
-            tool_call_id=r.tool_call_id,
-            name=r.tool_name,
-            source=r.tool_source,
-            arguments=r.tool_arguments,
-            result=tool_result(review),
-            status="success",
-            started_at_ms=r.requested_at_ms,
-            finished_at_ms=decided.decided_at_ms or now_ms(),
-            elapsed_ms=float(max(0, decided.decided_at_ms - r.requested_at_ms)),
-            extra={"request_id": r.request_id, "decision": decided.decision},
-        )
-    ]
+    events: list[Event] = [decision_record(review)]
     refused = decided.decision == "refused"
     if refused:
         events.append(

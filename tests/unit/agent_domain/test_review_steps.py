@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from contracts.agents import AgentCancelRequested, LlmCallRecorded, ToolCallRecorded
+from contracts.agents import AgentCancelRequested, LlmCallRecorded
 from contracts.review import (
     ChildPaused,
     ReviewDecided,
@@ -71,21 +71,6 @@ def decided(decision: str = "accepted", rid: str = "q1", **extra: Any) -> Review
     return ReviewDecided(request_id=rid, decision=decision, decided_at_ms=2000, **extra)  # type: ignore[arg-type]
 
 
-def decision_result(call: str = "r1", turn: int = 1) -> ToolCallRecorded:
-    return ToolCallRecorded(
-        turn=turn,
-        tool_call_id=call,
-        name="request_human_review",
-        source="hitl",
-        arguments="{}",
-        result={"status": "approved"},
-        status="success",
-        started_at_ms=1000,
-        finished_at_ms=2000,
-        elapsed_ms=1000.0,
-    )
-
-
 def test_a_review_pauses_until_opened_then_reports_the_link() -> None:
     base = [request(hitlEnabled=True), started(), review_turn(), asked()]
     step = next_step(fold(*base))
@@ -98,15 +83,24 @@ def test_a_review_pauses_until_opened_then_reports_the_link() -> None:
     assert step.payload["shareText"] == "Send it\nReview link: http://h/review/t"
 
 
-def test_a_decision_is_applied_then_the_conversation_goes_on() -> None:
+def test_an_approval_answers_the_review_call_and_the_conversation_goes_on() -> None:
     base = [request(hitlEnabled=True), started(), review_turn(), asked(), opened()]
-    assert next_step(fold(*base, decided())) == ApplyDecision(request_id="q1")
-    after = fold(*base, decided(), decision_result())
+    after = fold(*base, decided())
+    # no step in between: the next model request follows the decision at once
     assert next_step(after) == CallModel(turn=2, attempt=1)
+    tool = after.messages()[-1]
+    assert tool["role"] == "tool"
+    assert tool["tool_call_id"] == "r1"
+    assert '"approved_markdown": "the draft"' in tool["content"]
     fields = decision_fields(after)
     assert fields["decision"] == "accepted"
     assert fields["approvedMarkdown"] == "the draft"
     assert [h["requestId"] for h in fields["hitlHistory"]] == ["q1"]
+
+
+def test_a_refusal_is_applied_as_a_step() -> None:
+    base = [request(hitlEnabled=True), started(), review_turn(), asked(), opened()]
+    assert next_step(fold(*base, decided("refused"))) == ApplyDecision(request_id="q1")
 
 
 def test_only_the_first_end_of_a_review_counts() -> None:
@@ -145,11 +139,9 @@ def test_a_paused_child_pauses_its_parent() -> None:
 
 def test_after_an_edit_later_reviews_are_already_approved_until_another_tool_runs() -> None:
     base = [request(hitlEnabled=True), started(), review_turn(), asked(), opened()]
-    edited = fold(*base, decided("edited", edited_text="new text"), decision_result())
+    edited = fold(*base, decided("edited", edited_text="new text"))
     assert active_approval(edited) == "new text"
-    consumed = fold(
-        *base, decided("edited", edited_text="new text"), decision_result(), llm(2, "t1")
-    )
+    consumed = fold(*base, decided("edited", edited_text="new text"), llm(2, "t1"))
     assert active_approval(consumed) is None
 
 
