@@ -243,7 +243,13 @@ async def _reported(system: System, run_ids: list[str], timeout: float = 600) ->
         await nc.close()
 
 
-async def _decide(c: httpx.AsyncClient, model: ModelServer, token: str) -> float:
+async def _decide(
+    c: httpx.AsyncClient, model: ModelServer, log: EventLog, run_id: str, token: str
+) -> float:
+    """One decision, timed to the model's next request; then wait for the invocation to end
+    (so the next sample does not share the runtime with this one's last steps)."""
+    node = subjects.node(run_id, "i2")
+    marker = await log.last_sequence(node)
     before = len(model.chat_requests)
     t = time.time()
     r = await c.post(f"/api/hitl/{token}/decision", json={"action": "accept"})
@@ -256,7 +262,12 @@ async def _decide(c: httpx.AsyncClient, model: ModelServer, token: str) -> float
         if time.monotonic() > deadline:
             raise TimeoutError("the agent never asked the model again")
         await asyncio.sleep(0.001)
-    return model.chat_requests[before].received_at - t
+    elapsed = model.chat_requests[before].received_at - t
+    while await log.last_sequence(node) == marker:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the resumed agent never finished")
+        await asyncio.sleep(0.005)
+    return elapsed
 
 
 async def _size(
@@ -274,10 +285,15 @@ async def _size(
     await system.restart("agent_runtime")
     await _reported(system, run_ids)
     half = samples // 2
-    warm = [await _decide(c, model, tokens[r]) for r in run_ids[:half]]
-    await system.kill("agent_runtime")  # the folds cached in memory are gone
-    await system.restart("agent_runtime")
-    cold = [await _decide(c, model, tokens[r]) for r in run_ids[half:]]
+    nc = await nats.connect(system.nats_url)
+    try:
+        log = EventLog(nc)
+        warm = [await _decide(c, model, log, r, tokens[r]) for r in run_ids[:half]]
+        await system.kill("agent_runtime")  # the folds cached in memory are gone
+        await system.restart("agent_runtime")
+        cold = [await _decide(c, model, log, r, tokens[r]) for r in run_ids[half:]]
+    finally:
+        await nc.close()
     target = 50 if events <= 1_000 else 250
     return [
         latency(
