@@ -134,11 +134,22 @@ def channels() -> tuple[Channel, ...]:
         TimerFired,
         TimerScheduled,
     )
+    from contracts.review import (
+        ChildPaused,
+        ReviewClosed,
+        ReviewDecided,
+        ReviewExpired,
+        ReviewExpiryDue,
+        ReviewOpened,
+        ReviewRequested,
+    )
     from contracts.runs import (
         CancelRequested,
         RunCompleted,
         RunOutputReady,
+        RunPaused,
         RunRequested,
+        RunResumed,
         RunStarted,
     )
     from contracts.schedules import CronTicked
@@ -169,6 +180,8 @@ def channels() -> tuple[Channel, ...]:
                 TimerScheduled,
                 ChildRunStarted,
                 RunOutputReady,
+                RunPaused,
+                RunResumed,
                 RunCompleted,
             ),
         ),
@@ -177,7 +190,9 @@ def channels() -> tuple[Channel, ...]:
             address="heym.run.{run_id}.node.{invocation_id}",
             writer="executing service (agent_runtime, tool_sandbox, scheduler for child runs)",
             description=(
-                "One node invocation's result: exactly one NodeCompleted or NodeAttemptFailed."
+                "One node invocation's result: exactly one final NodeCompleted or "
+                "NodeAttemptFailed, after one `pending` NodeCompleted per human review "
+                "checkpoint if the node paused."
             ),
             events=(NodeCompleted, NodeAttemptFailed),
         ),
@@ -229,6 +244,11 @@ def channels() -> tuple[Channel, ...]:
                 AgentCancelRequested,
                 AgentNudged,
                 AgentFinished,
+                ReviewRequested,
+                ReviewOpened,
+                ReviewDecided,
+                ReviewExpired,
+                ChildPaused,
             ),
         ),
         Channel(
@@ -240,5 +260,19 @@ def channels() -> tuple[Channel, ...]:
                 "the tool sandbox, and its cancellation. Internal: may change between versions."
             ),
             events=(SandboxToolDispatched, SandboxToolCancelled),
+        ),
+        Channel(
+            name="review-requests",
+            address="heym.work.{run_id}.review.{request_id}",
+            writer=(
+                "agent_runtime (the request, a cancel), review (opened), NATS (expiry due, a "
+                "scheduled message), gateway (decided)"
+            ),
+            description=(
+                "One human review request's own subject: the review service opens it (token "
+                "drawn once), its expiry fires here, and its end is recorded for the review "
+                "read model. Internal: may change between versions."
+            ),
+            events=(ReviewRequested, ReviewOpened, ReviewExpiryDue, ReviewClosed),
         ),
     )
