@@ -4,6 +4,7 @@ accept, edit and refuse each resume it by replay, and the outputs follow the dec
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import uuid
@@ -137,3 +138,47 @@ async def test_review_branch_is_skipped_when_the_agent_needs_no_review(system: S
                 rows = {r["node_label"]: r["status"] for r in body["node_results"]}
                 assert rows["notify"] == "skipped"
                 assert [q for q in target.requests if q["path"] == path] == []
+
+
+async def test_sse_ends_pending_and_the_history_stream_follows_to_the_end(
+    system: System, model: ModelServer
+) -> None:
+    """The execute stream ends with `execution_complete` status `pending` and the history
+    entry id; the entry's stream follows it through the decision until it is done."""
+    _, key = await system.new_user()
+    async with HttpTarget() as target, system.client(key) as c:
+        cred = await model_credential(c, model)
+        nodes, edges = review_workflow(cred, f"{target.url}/echo/{uuid.uuid4().hex}")
+        wid = await create(c, nodes, edges, sse_enabled=True)
+        frames = []
+        async with c.stream(
+            "POST", f"/api/workflows/{wid}/execute/stream", json={"text": "go"}
+        ) as r:
+            async for line in r.aiter_lines():
+                if line.startswith("data:"):
+                    frames.append(json.loads(line[5:]))
+        last = frames[-1]
+        assert last["type"] == "execution_complete"
+        assert last["status"] == "pending"
+        run_id = last["execution_history_id"]
+        url = last["outputs"]["writer"]["reviewUrl"]
+
+        updates: list[dict[str, Any]] = []
+
+        async def follow() -> None:
+            async with c.stream("GET", f"/api/workflows/{wid}/history/{run_id}/stream") as s:
+                async for line in s.aiter_lines():
+                    if line.startswith("data:"):
+                        updates.append(json.loads(line[5:]))
+                        if updates[-1]["type"] == "done":
+                            return
+
+        follower = asyncio.create_task(follow())
+        await wait_status(c, wid, run_id, {"pending"})
+        r = await c.post(f"/api/hitl/{token_of(url)}/decision", json={"action": "accept"})
+        assert r.status_code == 202
+        await asyncio.wait_for(follower, 60)
+        statuses = [u["entry"]["status"] for u in updates if u["type"] == "history_update"]
+        assert statuses[0] == "pending"
+        assert statuses[-1] == "success"
+        assert updates[-1] == {"type": "done"}
