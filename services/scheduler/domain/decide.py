@@ -8,8 +8,6 @@ as it is emitted, so the decision sees its own consequences.
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,25 +21,24 @@ from contracts.nodes import (
     NodeRetryScheduled,
     TimerScheduled,
 )
-from contracts.runs import (
-    RunCompleted,
-    RunOutputReady,
-    RunPaused,
-    RunResumed,
-    RunStarted,
-    WorkflowSnapshot,
-)
+from contracts.runs import RunCompleted, RunOutputReady, RunStarted
 from contracts.subjects import NO_SERVICE
 from contracts.workflows import MAX_SUB_WORKFLOW_DEPTH, NODE_TYPES
-from libs.secrets.masking import Masker
 from services.scheduler.domain.context import NodeCall, upstream_outputs
-from services.scheduler.domain.evolve import evolve, pending_request
+from services.scheduler.domain.dispatching import (
+    agent_context,
+    child_run_id,
+    idempotency_key,
+    masker,
+    number,
+    seconds,
+)
+from services.scheduler.domain.evolve import evolve
 from services.scheduler.domain.execute_node import child_inputs
 from services.scheduler.domain.nodes import PURE_NODES, Outcome
 from services.scheduler.domain.outputs import final_outputs
+from services.scheduler.domain.pause import pause_event, resumed_event
 from services.scheduler.domain.state import SUCCESS, WAITING, RunState
-
-_CHILD_NS = uuid.UUID("5b0b6c9e-3c1e-4d55-9d1a-7a4f3e2b1c0d")
 
 
 @dataclass
@@ -68,15 +65,6 @@ def decide(
     decider = _Decider(state, now_ms, max_event_bytes)
     decider.run()
     return decider.decision()
-
-
-def child_run_id(run_id: str, invocation_id: str) -> str:
-    return uuid.uuid5(_CHILD_NS, f"{run_id}:{invocation_id}").hex
-
-
-def idempotency_key(run_id: str, node_id: str, invocation_id: str, attempt: int) -> str:
-    raw = f"{run_id}:{node_id}:{invocation_id}:{attempt}".encode()
-    return hashlib.sha256(raw).hexdigest()[:32]
 
 
 class _Decider:
@@ -119,7 +107,9 @@ class _Decider:
         if s.cancel_requested:
             self._finish("cancelled", error=s.cancel_reason or "cancelled")
             return
-        self._resumed()
+        resumed = resumed_event(s)
+        if resumed is not None:
+            self.emit(resumed)
         while True:
             progressed = self._resolve_failures()
             progressed = self._fire_timers() or progressed
@@ -127,7 +117,9 @@ class _Decider:
             if progressed:
                 continue
             if s.inflight or s.timers or s.failures:
-                self._pause()
+                paused = pause_event(s, self.now)
+                if paused is not None:
+                    self.emit(paused)
                 return  # waiting for a service, a child run, a timer or a human review
             if s.first_error is not None and s.graph.error_handlers and not s.error_flow:
                 for handler in s.graph.error_handlers:
@@ -244,7 +236,7 @@ class _Decider:
             trigger_source=s.request.trigger_source,
             globals=s.request.globals,
             review_branch=nid in s.review_branch,
-            **_agent_context(s, nid),
+            **agent_context(s, nid),
         )
         why = too_large(dispatch, self.max_bytes)
         if why is not None:
@@ -322,43 +314,10 @@ class _Decider:
                 invocation=inv,
             )
 
-    # -- human review -----------------------------------------------------------------------
-    def _pause(self) -> None:
-        """Announce the pause (run status `pending`) once everything else has drained: no
-        invocation in flight but the paused ones, no timer, no failure to decide."""
-        s = self.s
-        if not s.paused or s.timers or s.failures:
-            return
-        paused = {ev.invocation_id for ev in s.paused.values()}
-        if any(inv not in paused for inv in s.inflight):
-            return
-        node_id, latest = next(reversed(s.paused.items()))
-        request_id = pending_request(latest)
-        if s.run_paused == request_id:
-            return
-        review = latest.output if isinstance(latest.output, dict) else {}
-        self.emit(
-            RunPaused(
-                node_id=node_id,
-                request_id=request_id,
-                outputs={s.graph.labels[n]: ev.output for n, ev in s.paused.items()},
-                review=review,
-                execution_time_ms=float(max(0, self.now - (s.started_at_ms or self.now))),
-            )
-        )
-
-    def _resumed(self) -> None:
-        s = self.s
-        if s.run_paused is None:
-            return
-        if s.run_paused in {pending_request(ev) for ev in s.paused.values()}:
-            return
-        self.emit(RunResumed(node_id=s.run_paused_node, request_id=s.run_paused))
-
     # -- failures, retries, timers ----------------------------------------------------------
     def _attempt_failed(self, nid: str, attempt: int, outcome: Outcome) -> None:
         graph = self.s.graph
-        mask = _masker(self.s)
+        mask = masker(self.s)
         self.emit(
             NodeAttemptFailed(
                 invocation_id=self.new_invocation(),
@@ -379,9 +338,11 @@ class _Decider:
         progressed = False
         for nid, failure in list(s.failures.items()):
             data = s.graph.data[nid]
-            max_attempts = _int(data.get("retryMaxAttempts"), 3) if data.get("retryEnabled") else 1
+            max_attempts = (
+                number(data.get("retryMaxAttempts"), 3) if data.get("retryEnabled") else 1
+            )
             if failure.retryable and failure.attempt < max_attempts and not s.cancel_requested:
-                wait_s = max(0.0, _float(data.get("retryWaitSeconds"), 5.0))
+                wait_s = max(0.0, seconds(data.get("retryWaitSeconds"), 5.0))
                 timer_id = f"retry-{failure.invocation_id}"
                 self.emit(
                     NodeRetryScheduled(
@@ -463,7 +424,7 @@ class _Decider:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         graph = self.s.graph
-        mask = _masker(self.s)
+        mask = masker(self.s)
         self.emit(
             NodeCompleted(
                 invocation_id=invocation or self.new_invocation(),
@@ -508,51 +469,6 @@ class _Decider:
                 finished_at_ms=self.now,
             )
         )
-
-
-def _masker(s: RunState) -> Masker:
-    """Masks the owner's credential values in everything a decision records."""
-    return Masker(s.credentials.values())
-
-
-def _agent_context(s: RunState, nid: str) -> dict[str, Any]:
-    """What an agent needs beyond its node: the workflow and the sub-workflows it may call."""
-    if s.graph.types[nid] != "agent":
-        return {}
-    request = s.request
-    # Every agent of the workflow may run as this one's sub-agent, and each gets the
-    # sub-workflows its own node lists: pass the snapshots of all of them.
-    allowed = {
-        str(w)
-        for n, t in s.graph.types.items()
-        if t == "agent"
-        for w in (s.graph.data[n].get("subWorkflowIds") or [])
-    }
-    return {
-        "workflow": WorkflowSnapshot(
-            id=request.workflow_id,
-            name=request.workflow_name,
-            nodes=request.nodes,
-            edges=request.edges,
-        ),
-        "sub_workflows": {
-            w: request.workflow_cache[w] for w in sorted(allowed) if w in request.workflow_cache
-        },
-    }
-
-
-def _int(value: Any, default: int) -> int:
-    try:
-        return max(1, int(value))
-    except (TypeError, ValueError):
-        return default
-
-
-def _float(value: Any, default: float) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return default
 
 
 __all__ = ["SUCCESS", "Decision", "child_run_id", "decide", "idempotency_key"]
