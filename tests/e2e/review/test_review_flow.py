@@ -164,17 +164,20 @@ async def test_sse_ends_pending_and_the_history_stream_follows_to_the_end(
         url = last["outputs"]["writer"]["reviewUrl"]
 
         updates: list[dict[str, Any]] = []
+        first = asyncio.Event()
 
         async def follow() -> None:
             async with c.stream("GET", f"/api/workflows/{wid}/history/{run_id}/stream") as s:
                 async for line in s.aiter_lines():
                     if line.startswith("data:"):
                         updates.append(json.loads(line[5:]))
+                        first.set()
                         if updates[-1]["type"] == "done":
                             return
 
+        await wait_status(c, wid, run_id, {"pending"})  # projected: the stream starts there
         follower = asyncio.create_task(follow())
-        await wait_status(c, wid, run_id, {"pending"})
+        await asyncio.wait_for(first.wait(), 30)
         r = await c.post(f"/api/hitl/{token_of(url)}/decision", json={"action": "accept"})
         assert r.status_code == 202
         await asyncio.wait_for(follower, 60)
