@@ -140,8 +140,12 @@ class AgentState:
         for review in reversed(self.reviews.values()):
             r = review.requested
             turn = self.turns[r.turn - 1] if 0 < r.turn <= len(self.turns) else None
-            if turn is not None and r.tool_call_id not in turn.results:
-                return review
+            if turn is None or r.tool_call_id in turn.results:
+                continue
+            sent = turn.dispatched.get(r.tool_call_id)
+            if sent is not None and sent.source != "hitl":
+                continue  # an approved MCP call, running in the sandbox now
+            return review
         return None
 
     def child_pause(self, turn: Turn) -> ChildPaused | None:
@@ -206,7 +210,11 @@ def evolve(
         if turn is not None:
             turn.dispatched_at_ms = turn.dispatched_at_ms or event.dispatched_at_ms
             for call in event.calls:
-                turn.dispatched.setdefault(call.tool_call_id, call)
+                held = turn.dispatched.get(call.tool_call_id)
+                if held is not None and held.source == "hitl" and call.source != "hitl":
+                    turn.dispatched[call.tool_call_id] = call  # an approved call goes out
+                else:
+                    turn.dispatched.setdefault(call.tool_call_id, call)
     elif isinstance(event, ToolCallRecorded):
         found = state.turn_of(event.tool_call_id, event.turn)
         if found is not None and state.finished is None:
@@ -258,8 +266,14 @@ def _review(
             review.decided = event
             r = review.requested
             turn = state.turns[r.turn - 1] if 0 < r.turn <= len(state.turns) else None
-            if event.decision != "refused" and turn is not None and state.finished is None:
-                # The decision answers the review call (refused: the invocation ends instead).
+            if (
+                event.decision != "refused"
+                and r.tool_source == "hitl"
+                and turn is not None
+                and state.finished is None
+            ):
+                # The decision answers the review call (refused: the invocation ends instead;
+                # an approved MCP call is dispatched by the `ApplyDecision` step).
                 turn.results.setdefault(r.tool_call_id, decision_record(review))
         else:
             review.expired = event

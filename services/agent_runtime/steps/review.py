@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from contracts.agents import AgentFinished
+from contracts.agents import AgentFinished, ToolCallsDispatched
 from contracts.base import Event
 from services.agent_runtime import review_effects
-from services.agent_runtime.domain import ApplyDecision, Paused, tool_name
+from services.agent_runtime.domain import ApplyDecision, Paused, Review, call_id, tool_name
 from services.agent_runtime.domain.review import decision_fields, decision_record
 from services.agent_runtime.result import agent_output
 from services.agent_runtime.steps.context import AgentFailed, StepContext, now_ms
-from services.agent_runtime.tools.plan import ToolPlan
+from services.agent_runtime.tools.plan import ToolPlan, plan_tools
 from services.agent_runtime.tools.spec import ToolSpec
 
 NESTED_REVIEW = "cannot pause for another human review"
@@ -73,6 +73,9 @@ async def apply_decision(ctx: StepContext, step: ApplyDecision) -> None:
     review = state.reviews[step.request_id]
     decided = review.decided
     assert decided is not None
+    if review.requested.tool_source == "mcp" and decided.decision != "refused":
+        await _run_approved(ctx, review)
+        return
     events: list[Event] = [decision_record(review)]
     refused = decided.decision == "refused"
     if refused:
@@ -82,6 +85,24 @@ async def apply_decision(ctx: StepContext, step: ApplyDecision) -> None:
     await ctx.record(events)
     if refused:
         await ctx.services.effects.deliver(ctx.call, ctx.state)
+
+
+async def _run_approved(ctx: StepContext, review: Review) -> None:
+    """An approved MCP call runs now, exactly as planned (its arguments were reviewed)."""
+    r = review.requested
+    turn = ctx.state.turns[r.turn - 1]
+    tool_call = next(c for c in turn.tool_calls if call_id(c) == r.tool_call_id)
+    now = now_ms()
+    plan = plan_tools(ctx.call, r.turn, [tool_call], ctx.specs(), now_ms=now)
+    events: list[Event] = [*plan.results]
+    if plan.dispatches:
+        events.append(
+            ToolCallsDispatched(
+                turn=r.turn, calls=[d.call for d in plan.dispatches], dispatched_at_ms=now
+            )
+        )
+    await ctx.record(events)
+    await after_plan(ctx, plan)
 
 
 def _refused_output(ctx: StepContext) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import call_id, tool_name
 from services.agent_runtime.tools import delegation
 from services.agent_runtime.tools.local import run_local_node
-from services.agent_runtime.tools.review import ReviewPlan, review_call
+from services.agent_runtime.tools.review import ReviewPlan, gate_call, gated, review_call
 from services.agent_runtime.tools.spec import ToolOutcome, ToolSpec
 
 
@@ -120,6 +120,9 @@ def _review_asked(
             if review.approved is not None:
                 return call_id(tool_call)
             return review_call(call, turn, tool_call, review, now_ms=now_ms)
+        if spec is not None and gated(spec, review):
+            # an MCP call the policy gates pauses with its planned arguments (§5.2)
+            return gate_call(call, turn, tool_call, spec, review, now_ms=now_ms)
     return None
 
 
