@@ -11,7 +11,6 @@ agent starts (`meta.approval`), so a replay sees the policy the run had.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Literal
 
@@ -94,16 +93,6 @@ def scope_hint(modes: dict[str, Mode]) -> str:
         f"first call, never = no approval): {scope}. Calls that need approval pause for a "
         "human review by themselves; do not call request_human_review for them."
     )
-
-
-def canonical(arguments: Any) -> str:
-    """Arguments as canonical JSON (how an exact-args approval is matched)."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            return str(arguments)
-    return json.dumps(arguments, sort_keys=True, separators=(",", ":"))
 
 
 def gate_mcp_tools(
