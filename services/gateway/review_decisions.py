@@ -18,7 +18,7 @@ import asyncpg
 
 from contracts import subjects
 from contracts.review import Decision, ReviewClosed, ReviewDecided
-from contracts.runs import CancelRequested, RunCompleted
+from contracts.runs import CancelRequested
 from libs.eventlog import EventLog
 from libs.review import ReviewEnded, close_if_open
 from services.gateway.review_links import token_hash
@@ -67,16 +67,12 @@ async def find(pool: asyncpg.Pool[Any], event_log: EventLog, token: str) -> Foun
 
 
 async def _run_cancelled(event_log: EventLog, row: asyncpg.Record) -> bool:
-    """Whether the review's run, or the root run it pauses, was cancelled (or has ended)."""
+    """Whether the review's run, or the root run it pauses, was asked to stop. (A run that
+    ended otherwise has ended its agents too: the agent's aggregate says so.)"""
     for run_id in {row["run_id"], row["root_run_id"]}:
         for env in await event_log.read(subjects.run_commands(run_id)):
             if isinstance(env.event, CancelRequested):
                 return True
-        last = await event_log.last_sequence(f"heym.run.{run_id}.sched.*")
-        if last:
-            for env in await event_log.read(f"heym.run.{run_id}.sched.*", after=last - 1):
-                if isinstance(env.event, RunCompleted):
-                    return True
     return False
 
 
