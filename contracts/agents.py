@@ -47,6 +47,8 @@ class AgentRequested(Event, tag="agent.requested", frozen=True):
     trigger_source: str = "API"
     # The run's global variables as snapshotted at its start (`$global`).
     globals: dict[str, Any] = msgspec.field(default_factory=dict)
+    # The node runs on a paused agent's review branch: it may not pause for a review itself.
+    review_branch: bool = False
 
 
 class AgentStarted(Event, tag="agent.started", frozen=True):

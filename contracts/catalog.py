@@ -18,6 +18,7 @@ from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
 from contracts.chat import CHAT_EVENTS
 from contracts.nodes import NODE_EVENTS
+from contracts.review import REVIEW_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
 from contracts.schedules import SCHEDULE_EVENTS
 from contracts.tools import SANDBOX_TOOL_EVENTS
@@ -29,6 +30,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     *SANDBOX_TOOL_EVENTS,
     *CHAT_EVENTS,
     *SCHEDULE_EVENTS,
+    *REVIEW_EVENTS,
 )
 
 
@@ -135,12 +137,23 @@ def channels() -> tuple[Channel, ...]:
         TimerFired,
         TimerScheduled,
     )
+    from contracts.review import (
+        ChildPaused,
+        ReviewClosed,
+        ReviewDecided,
+        ReviewExpired,
+        ReviewExpiryDue,
+        ReviewOpened,
+        ReviewRequested,
+    )
     from contracts.runs import (
         CancelRequested,
         RunCompleted,
         RunEndReported,
         RunOutputReady,
+        RunPaused,
         RunRequested,
+        RunResumed,
         RunStarted,
     )
     from contracts.schedules import CronTicked
@@ -171,6 +184,8 @@ def channels() -> tuple[Channel, ...]:
                 TimerScheduled,
                 ChildRunStarted,
                 RunOutputReady,
+                RunPaused,
+                RunResumed,
                 RunCompleted,
             ),
         ),
@@ -179,7 +194,9 @@ def channels() -> tuple[Channel, ...]:
             address="heym.run.{run_id}.node.{invocation_id}",
             writer="executing service (agent_runtime, tool_sandbox, scheduler for child runs)",
             description=(
-                "One node invocation's result: exactly one NodeCompleted or NodeAttemptFailed."
+                "One node invocation's result: exactly one final NodeCompleted or "
+                "NodeAttemptFailed, after one `pending` NodeCompleted per human review "
+                "checkpoint if the node paused."
             ),
             events=(NodeCompleted, NodeAttemptFailed),
         ),
@@ -252,6 +269,11 @@ def channels() -> tuple[Channel, ...]:
                 AgentCancelRequested,
                 AgentNudged,
                 AgentFinished,
+                ReviewRequested,
+                ReviewOpened,
+                ReviewDecided,
+                ReviewExpired,
+                ChildPaused,
             ),
         ),
         Channel(
@@ -263,5 +285,19 @@ def channels() -> tuple[Channel, ...]:
                 "the tool sandbox, and its cancellation. Internal: may change between versions."
             ),
             events=(SandboxToolDispatched, SandboxToolCancelled),
+        ),
+        Channel(
+            name="review-requests",
+            address="heym.work.{run_id}.review.{request_id}",
+            writer=(
+                "agent_runtime (the request, a cancel), review (opened), NATS (expiry due, a "
+                "scheduled message), gateway (decided)"
+            ),
+            description=(
+                "One human review request's own subject: the review service opens it (token "
+                "drawn once), its expiry fires here, and its end is recorded for the review "
+                "read model. Internal: may change between versions."
+            ),
+            events=(ReviewRequested, ReviewOpened, ReviewExpiryDue, ReviewClosed),
         ),
     )

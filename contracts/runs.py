@@ -65,6 +65,9 @@ class RunRequested(Event, tag="run.requested", frozen=True):
     # The owner's global variables when the run started (`$global`; a child run gets its
     # parent's, overlaid with the parent's `$vars`). Replay reads these, never the live store.
     globals: dict[str, Any] = msgspec.field(default_factory=dict)
+    # Where the request came from (its Origin, else forwarded headers, else its own base URL):
+    # the base of human review links when HEYM_PUBLIC_URL is not set (Heym §5.3).
+    public_base_url: str = ""
 
 
 class CancelRequested(Event, tag="run.cancel_requested", frozen=True):
@@ -110,6 +113,26 @@ class RunEndReported(Event, tag="run.end_reported", frozen=True):
     finished_at_ms: int = 0
 
 
+class RunPaused(Event, tag="run.paused", frozen=True):
+    """The run waits for a human review (status `pending`): nothing new starts on its main
+    path, what was running has finished. `outputs` are Heym's pending outputs
+    (`{label: pending payload}`); `review` is the innermost paused agent's pending payload
+    (with `reviewUrl`), also for a review inside a sub-agent or a child run."""
+
+    node_id: str
+    request_id: str
+    outputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    review: dict[str, Any] = msgspec.field(default_factory=dict)
+    execution_time_ms: float = 0.0
+
+
+class RunResumed(Event, tag="run.resumed", frozen=True):
+    """The paused node reported again after its review was decided: the run goes on."""
+
+    node_id: str
+    request_id: str
+
+
 RUN_LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     RunRequested,
     CancelRequested,
@@ -117,4 +140,6 @@ RUN_LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     RunOutputReady,
     RunCompleted,
     RunEndReported,
+    RunPaused,
+    RunResumed,
 )

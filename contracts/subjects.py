@@ -16,9 +16,12 @@ Layout of the run stream (`HEYM_RUNS`, subjects `heym.run.>`, `heym.agent.>`, `h
 - `heym.work.<run>.<service>.<id>`  a work item for a service that is not a scheduler decision
                                     (an agent's sandbox tool call, a canvas node run as a tool),
                                     and later requests about it (its cancellation)
+- `heym.work.<run>.review.<id>`     a human review request's own subject (its request, the
+                                    token drawn once, its expiry firing, its end)
 - `heym.run.<run>.timer`            fired durable timers (`wait` nodes, retry back-off)
 - `heym.timers.<run>.<timer>`       the pending timer itself (a JetStream scheduled message whose
-                                    target is `heym.run.<run>.timer`)
+                                    target is `heym.run.<run>.timer`, or for a review's expiry
+                                    the review's work item)
 - `heym.chat.<conversation>.cmd`    a conversation with the Heym Agent: what comes from outside
                                     (messages, edits, cancel, run ends, fired timers)
 - `heym.chat.<conversation>.turn`   what the assistant recorded (prompts, model rounds, tools)

@@ -51,6 +51,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Back-off before a failed message is delivered again (doubling, at most 30 s); after
     # the consumer's last delivery the work is failed with a recorded error.
     redelivery_backoff_s: float = 1.0
+    # Human review: how long a review link stays valid (hours; an agent node's
+    # `hitlTimeoutHours` overrides it), and the public base of review links (else the base the
+    # run's request came from: its Origin or forwarded headers, Heym §5.3).
+    review_ttl_h: float = 168.0
+    public_url: str | None = None
     # Event log limits.
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
@@ -110,6 +115,21 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    value = _float(env, name, default)
+    if value == 0:
+        raise SettingsError(f"{name} must be more than 0")
+    return value
+
+
+def _public_url(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    if not raw.startswith(("http://", "https://")):
+        raise SettingsError(f"HEYM_PUBLIC_URL must start with http:// or https://, got {raw!r}")
+    return raw.rstrip("/")
+
+
 def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
     raw = (env.get(name) or "").strip().lower()
     if not raw:
@@ -155,6 +175,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             env, "HEYM_MAX_MESSAGE_BYTES", 8 * 1024 * 1024, lo=64 * 1024, hi=64 * 1024 * 1024
         ),
         duplicate_window_s=_float(env, "HEYM_DUPLICATE_WINDOW_S", 600.0),
+        review_ttl_h=_positive(env, "HEYM_REVIEW_TTL_H", 168.0),
+        public_url=_public_url(text("HEYM_PUBLIC_URL")),
         stream_replicas=_int(env, "HEYM_STREAM_REPLICAS", 1, lo=1, hi=5),
         sandbox_concurrency=_int(env, "HEYM_SANDBOX_CONCURRENCY", 64, lo=1, hi=4096),
         sandbox_user_concurrency=_int(env, "HEYM_SANDBOX_USER_CONCURRENCY", 16, lo=1, hi=4096),

@@ -27,8 +27,10 @@ from contracts.nodes import NodeAttemptFailed, NodeCompleted
 from contracts.runs import CancelRequested
 from contracts.tools import SandboxToolCancelled, tool_result_message_id
 from libs.eventlog import ConcurrencyConflict, EventLog
+from libs.results.node_log import append_result
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import AgentState
+from services.agent_runtime.review_effects import close_review
 from services.agent_runtime.tools.plan import Dispatch
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,10 @@ log = logging.getLogger(__name__)
 class Effects:
     def __init__(self, event_log: EventLog) -> None:
         self._log = event_log
+
+    @property
+    def log(self) -> EventLog:
+        return self._log
 
     async def dispatch(self, call: AgentCall, dispatches: list[Dispatch]) -> None:
         """Start every child of a turn at once (sub-agents run in parallel, on any replica)."""
@@ -76,6 +82,9 @@ class Effects:
                 "invocation": "sub_agent_tool",
                 "parent_invocation_id": call.parent_invocation_id,
             }
+        if state.reviews:
+            # The review branch ran at the pause: it never runs again (Heym §5.5).
+            metadata["skip_source_handles"] = ["hitl"]
         result: Event
         if done.status == "success":
             result = NodeCompleted(
@@ -104,16 +113,15 @@ class Effects:
                 finished_at_ms=done.finished_at_ms,
                 metadata=metadata,
             )
-        # A conflict: delivered before a crash; there is exactly one result per invocation.
-        with contextlib.suppress(ConcurrencyConflict):
-            await self._log.append(
-                subjects.node(call.run_id, call.invocation_id),
-                [result],
-                expected_sequence=0,
-                message_id=f"result-{call.run_id}-{call.invocation_id}",
-                correlation_id=call.correlation_id,
-                traceparent=call.traceparent,
-            )
+        # Exactly one final result per invocation, after its pending markers (if it paused).
+        await append_result(
+            self._log,
+            subjects.node(call.run_id, call.invocation_id),
+            result,
+            message_id=f"result-{call.run_id}-{call.invocation_id}",
+            correlation_id=call.correlation_id,
+            traceparent=call.traceparent,
+        )
 
     async def _to_parent(self, call: AgentCall, state: AgentState, done: AgentFinished) -> None:
         parent = call.parent_invocation_id
@@ -155,6 +163,10 @@ class Effects:
     async def _cancel(self, call: AgentCall, d: DispatchedCall, reason: str) -> None:
         subject: str
         event: Event
+        if d.source == "hitl":
+            with contextlib.suppress(Exception):
+                await close_review(self._log, call, d.target)
+            return
         if d.source == "sub_agent":
             subject, event = (
                 subjects.agent(call.run_id, d.target),

@@ -55,6 +55,7 @@ def agent_request(ev: NodeDispatched) -> AgentRequested:
         sub_workflows=ev.sub_workflows,
         trigger_source=ev.trigger_source,
         globals=ev.globals,
+        review_branch=ev.review_branch,
     )
 
 

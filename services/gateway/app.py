@@ -30,6 +30,7 @@ from services.gateway.files import FileController
 from services.gateway.global_variables import GlobalVariableController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
+from services.gateway.hitl_api import HitlController, ReviewPageController
 from services.gateway.mcp.endpoint import McpEndpoints
 from services.gateway.mcp.settings_api import McpSettingsController
 from services.gateway.mcp_connections import McpConnectionController
@@ -91,6 +92,8 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             ScheduleController,
             ExecutionTokenController,
             GlobalVariableController,
+            HitlController,
+            ReviewPageController,
         ],
         lifespan=[lifespan, mcp.lifespan],
         state=State({"mcp": mcp}),

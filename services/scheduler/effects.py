@@ -8,6 +8,7 @@ it already performed.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,15 +24,18 @@ from contracts.nodes import (
     TimerFired,
     TimerScheduled,
 )
+from contracts.review import ChildPaused
 from contracts.runs import (
     CancelRequested,
     ParentLink,
     RunCompleted,
     RunEndReported,
+    RunPaused,
     RunRequested,
 )
 from contracts.tools import tool_result_message_id
 from libs.eventlog import ConcurrencyConflict, EventLog
+from libs.results.node_log import append_result
 from services.scheduler.domain import RunState
 
 log = logging.getLogger(__name__)
@@ -52,12 +56,23 @@ class Effects:
                 await self.start_child(state, ev)
             elif isinstance(ev, RunCompleted):
                 await self.run_completed(state, ev)
+            elif isinstance(ev, RunPaused):
+                await self.run_paused(state, ev)
 
     async def resume(self, state: RunState) -> None:
         """Repeat the effects a reloaded run may still owe (all idempotent)."""
         if state.completed is not None:
             await self.run_completed(state, state.completed)
             return
+        if state.run_paused is not None and state.run_paused_node in state.paused:
+            paused = state.paused[state.run_paused_node]
+            review = paused.output if isinstance(paused.output, dict) else {}
+            await self.run_paused(
+                state,
+                RunPaused(
+                    node_id=state.run_paused_node, request_id=state.run_paused, review=review
+                ),
+            )
         for timer in state.timers.values():
             if timer.timer_id not in state.fired:
                 await self.schedule_timer(state.run_id, timer)
@@ -120,6 +135,47 @@ class Effects:
             message_id=tool_result_message_id(
                 parent.run_id, parent.invocation_id, parent.tool_call_id
             ),
+        )
+
+    async def run_paused(self, state: RunState, paused: RunPaused) -> None:
+        """A child run paused for a review: its parent pauses too (an Execute node records a
+        pending result, an agent's sub-workflow call tells the agent), and so on to the root."""
+        parent = state.request.parent
+        if parent is None:
+            return
+        if parent.via == "agent" and parent.tool_call_id:
+            await self._log.append(
+                subjects.agent(parent.run_id, parent.invocation_id),
+                [
+                    ChildPaused(
+                        tool_call_id=parent.tool_call_id,
+                        request_id=paused.request_id,
+                        child=state.run_id,
+                        payload=paused.review,
+                        turn=parent.turn,
+                    )
+                ],
+                message_id=f"paused-{parent.run_id}-{parent.invocation_id}-{paused.request_id}",
+            )
+            return
+        if not parent.wait:
+            return  # nobody waits for a fire-and-forget child: it just stays pending
+        pending = NodeCompleted(
+            invocation_id=parent.invocation_id,
+            node_id=parent.node_id,
+            node_label=parent.node_label,
+            node_type=parent.node_type,
+            status="pending",
+            output=paused.review,
+            attempt=parent.attempt,
+            finished_at_ms=int(time.time() * 1000),
+            metadata={"review_request_id": paused.request_id, "child_run_id": state.run_id},
+        )
+        await append_result(
+            self._log,
+            subjects.node(parent.run_id, parent.invocation_id),
+            pending,
+            message_id=f"pending-{parent.run_id}-{parent.invocation_id}-{paused.request_id}",
         )
 
     async def schedule_timer(self, run_id: str, timer: TimerScheduled) -> None:
@@ -242,12 +298,12 @@ class Effects:
                 output=output,
                 finished_at_ms=done.finished_at_ms,
             )
-        try:
-            await self._log.append(
-                subjects.node(parent.run_id, parent.invocation_id),
-                [result],
-                expected_sequence=0,
-                message_id=f"child-done-{state.run_id}",
-            )
-        except ConcurrencyConflict:
+        # After the pending markers of a child that paused for a review, exactly once.
+        recorded = await append_result(
+            self._log,
+            subjects.node(parent.run_id, parent.invocation_id),
+            result,
+            message_id=f"child-done-{state.run_id}",
+        )
+        if not recorded:
             log.info("parent %s already has the result of child %s", parent.run_id, state.run_id)

@@ -12,6 +12,7 @@ from tests.bench import (
     assistant_bench,
     eventlog_bench,
     expressions_bench,
+    review_bench,
     sandbox_bench,
     workflow_bench,
 )
@@ -24,6 +25,7 @@ SUITES = {
     "sandbox": sandbox_bench.run,
     "assistant": assistant_bench.run,
     "expressions": expressions_bench.run,
+    "review": review_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
 OPTIONAL = {"peers": "tests.bench.peers_bench"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from services.agent_runtime.domain import (
+    ApplyDecision,
     CallModel,
     Cancel,
     Fail,
@@ -20,6 +21,7 @@ from services.agent_runtime.steps.context import (
 )
 from services.agent_runtime.steps.ending import cancel, fail, fail_with, finish
 from services.agent_runtime.steps.model_call import LIMIT_TEXT, call_model, grace_limit
+from services.agent_runtime.steps.review import apply_decision, report_pause, resend_review
 from services.agent_runtime.steps.start import start
 from services.agent_runtime.steps.tools import run_tools
 
@@ -41,6 +43,8 @@ async def perform(ctx: StepContext, step: Step) -> None:
             await fail(ctx, step)
         elif isinstance(step, Cancel):
             await cancel(ctx, step)
+        elif isinstance(step, ApplyDecision):
+            await apply_decision(ctx, step)
         else:
             raise TypeError(f"not an executable step: {step!r}")
     except AgentFailed as exc:
@@ -55,4 +59,6 @@ __all__ = [
     "fail_with",
     "now_ms",
     "perform",
+    "report_pause",
+    "resend_review",
 ]

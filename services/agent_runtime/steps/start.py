@@ -8,6 +8,7 @@ from typing import Any
 from contracts.agents import AgentStarted
 from services.agent_runtime.prompts import PromptError, build_messages, skills_prefix
 from services.agent_runtime.steps.context import AgentFailed, StepContext, now_ms
+from services.agent_runtime.tools.approval import gate_mcp_tools
 from services.agent_runtime.tools.catalog import build_tools
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ async def start(ctx: StepContext) -> None:
             mcp_tools=prepared.mcp_tools if prepared is not None else [],
         )
     )
+    gate_mcp_tools(data, tools, messages)  # HITL + MCP: which calls a human approves first
     await ctx.record(
         [
             AgentStarted(
