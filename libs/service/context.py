@@ -8,7 +8,7 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg
 import msgspec
@@ -21,10 +21,22 @@ from contracts.health import HealthReply
 from libs.config import Settings
 from libs.db import apply_migrations, create_pool
 from libs.eventlog import EventLog, provision_run_stream
-from libs.service.work import WorkConsumer
+from libs.service.conflicts import ConflictCounter
+from libs.service.membership import Membership
+from libs.service.partitioned import PartitionedConsumer
+from libs.service.work import Handler, Poisoned, WorkConsumer
 
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
+
+
+class Consumer(Protocol):
+    durable: str
+    backoff_s: float
+
+    async def start(self, event_log: EventLog) -> None: ...
+
+    async def stop(self, grace: float = 10.0) -> None: ...
 
 
 class ServiceContext:
@@ -39,7 +51,7 @@ class ServiceContext:
         self.state: str = "starting"
         self.details: dict[str, str] = {}
         self.broker = NatsBroker(
-            settings.require_nats(),
+            list(settings.require_nats()),
             name=self.instance,
             max_reconnect_attempts=-1,
             reconnect_time_wait=1,
@@ -51,7 +63,9 @@ class ServiceContext:
         self._log: EventLog | None = None
         self._pool: asyncpg.Pool[Any] | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
-        self._consumers: list[WorkConsumer] = []
+        self._consumers: list[Consumer] = []
+        self._membership: Membership | None = None
+        self.conflicts = ConflictCounter(self.details)
         self._responders: list[tuple[str, Callable[[Msg], Awaitable[None]]]] = []
         self._broadcasts: list[tuple[str, Callable[[Msg], Awaitable[None]]]] = []
         self.broker.subscriber(subjects.health(service), include_in_schema=False)(self._health)
@@ -107,10 +121,46 @@ class ServiceContext:
         """A core subscription every replica receives (no queue group), started with the rest."""
         self._broadcasts.append((subject, handler))
 
-    def add_consumer(self, consumer: WorkConsumer) -> None:
+    def add_consumer(self, consumer: WorkConsumer | PartitionedConsumer) -> None:
         """Start `consumer` once the context is open; stop it first when the service stops."""
         consumer.backoff_s = self.settings.redelivery_backoff_s
         self._consumers.append(consumer)
+
+    def add_partitioned(
+        self,
+        *,
+        purpose: str,
+        subject: str,
+        handle: Handler,
+        max_deliver: int = 5,
+        max_ack_pending: int = 50_000,
+        on_poison: Poisoned | None = None,
+    ) -> PartitionedConsumer:
+        """A run-partitioned consumer (`libs/service/partitioned.py`): each key (the run or
+        conversation in `subject`'s `*`) is handled by one replica of this service at a time."""
+        if self._membership is None:
+            self._membership = Membership(self.service, self.instance)
+        consumer = PartitionedConsumer(
+            service=self.service,
+            purpose=purpose,
+            subject=subject,
+            handle=handle,
+            membership=self._membership,
+            partitions=self.settings.partitions,
+            replicas=self.settings.stream_replicas,
+            max_deliver=max_deliver,
+            ack_wait_s=self.settings.partition_ack_wait_s,
+            max_ack_pending=max_ack_pending,
+            pin_ttl_s=max(2.0, self.settings.partition_ack_wait_s / 2),
+            on_poison=on_poison,
+        )
+
+        def held(partitions: list[int]) -> None:
+            self.details[f"partitions_{purpose}"] = ",".join(map(str, partitions))
+
+        consumer.on_held_changed = held
+        self.add_consumer(consumer)
+        return consumer
 
     async def start_consumers(self) -> None:
         for consumer in self._consumers:
@@ -130,6 +180,10 @@ class ServiceContext:
 
     async def close(self) -> None:
         self.state = "stopping"
+        if self._membership is not None:
+            # Leave first: the other replicas start pulling this one's partitions while it
+            # finishes what it holds.
+            await self._membership.stop()
         for consumer in self._consumers:
             await consumer.stop(self.settings.shutdown_grace_s)
         for closer in reversed(self._closers):

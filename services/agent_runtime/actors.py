@@ -79,7 +79,9 @@ class InvocationActor:
         model_attempts: int,
         on_idle: Callable[[InvocationActor], None],
         backoff_s: float = 1.0,
+        on_conflict: Callable[[str], None] | None = None,
     ) -> None:
+        self._on_conflict = on_conflict
         self.run_id = run_id
         self.invocation_id = invocation_id
         self.subject = subjects.agent(run_id, invocation_id)
@@ -274,6 +276,8 @@ class InvocationActor:
             try:
                 await self._step
             except _Stale:
+                if self._on_conflict is not None:
+                    self._on_conflict(self.subject)
                 await self._catch_up()
             except asyncio.CancelledError:
                 current = asyncio.current_task()
@@ -322,7 +326,9 @@ class InvocationRegistry:
         max_deliver: int,
         model_attempts: int,
         backoff_s: float = 1.0,
+        on_conflict: Callable[[str], None] | None = None,
     ) -> None:
+        self._on_conflict = on_conflict
         self._backoff_s = backoff_s
         self._log = event_log
         self._services = services
@@ -355,6 +361,7 @@ class InvocationRegistry:
                 model_attempts=self._model_attempts,
                 on_idle=self._idle,
                 backoff_s=self._backoff_s,
+                on_conflict=self._on_conflict,
             )
             self._actors[key] = actor
         self._actors.move_to_end(key)

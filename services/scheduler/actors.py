@@ -42,6 +42,14 @@ async def no_credentials(_request: RunRequested) -> dict[str, str]:
     return {}
 
 
+# Told the run id of each decision refused by a concurrent append (counted by the service).
+OnConflict = Callable[[str], None]
+
+
+def ignore_conflict(_run_id: str) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class Limits:
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
@@ -70,8 +78,10 @@ class RunActor:
         limits: Limits,
         on_idle: Callable[[RunActor], None],
         credentials: CredentialLoader = no_credentials,
+        on_conflict: OnConflict = ignore_conflict,
     ) -> None:
         self.run_id = run_id
+        self._on_conflict = on_conflict
         self._credentials = credentials
         self._log = event_log
         self._effects = effects
@@ -229,6 +239,7 @@ class RunActor:
                 # Someone else wrote to the run (a result, a timer, another replica): fold
                 # what we missed, then decide again. Part of a split decision may have landed;
                 # the catch-up folds it like any other event.
+                self._on_conflict(self.run_id)
                 await self._catch_up()
                 continue
             work.last_seq = expected
@@ -267,11 +278,13 @@ class RunRegistry:
         effects: Effects,
         limits: Limits,
         credentials: CredentialLoader = no_credentials,
+        on_conflict: OnConflict = ignore_conflict,
     ) -> None:
         self._log = event_log
         self._effects = effects
         self._limits = limits
         self._credentials = credentials
+        self._on_conflict = on_conflict
         self._actors: dict[str, RunActor] = {}
 
     def __len__(self) -> int:
@@ -292,6 +305,7 @@ class RunRegistry:
                 limits=self._limits,
                 on_idle=self._idle,
                 credentials=self._credentials,
+                on_conflict=self._on_conflict,
             )
             self._actors[run_id] = actor
         actor.enqueue(envelopes, msg)
@@ -303,7 +317,13 @@ class RunRegistry:
             return
         if actor is None:
             actor = RunActor(
-                run_id, self._log, self._effects, limits=self._limits, on_idle=self._idle
+                run_id,
+                self._log,
+                self._effects,
+                limits=self._limits,
+                on_idle=self._idle,
+                credentials=self._credentials,
+                on_conflict=self._on_conflict,
             )
             self._actors[run_id] = actor
         actor.state = None  # a full reload repeats the effects the run may still owe

@@ -79,7 +79,9 @@ class ConversationActor:
         effects: Effects,
         *,
         on_idle: Callable[[ConversationActor], None],
+        on_conflict: Callable[[str], None] | None = None,
     ) -> None:
+        self._on_conflict = on_conflict
         self.conversation_id = conversation_id
         self._log = event_log
         self._effects = effects
@@ -178,6 +180,8 @@ class ConversationActor:
                 )
                 appended = await self._append(state, work)
             except ConcurrencyConflict:
+                if self._on_conflict is not None:
+                    self._on_conflict(self.conversation_id)
                 self._pending = (step_key(step), work)
                 await self._catch_up()
                 continue
@@ -246,7 +250,13 @@ class ConversationActor:
 class Assistant:
     """The conversation actors of this runtime; idle ones stay cached (bounded)."""
 
-    def __init__(self, event_log: EventLog, effects: Effects) -> None:
+    def __init__(
+        self,
+        event_log: EventLog,
+        effects: Effects,
+        on_conflict: Callable[[str], None] | None = None,
+    ) -> None:
+        self._on_conflict = on_conflict
         self._log = event_log
         self._effects = effects
         self._actors: OrderedDict[str, ConversationActor] = OrderedDict()
@@ -267,7 +277,13 @@ class Assistant:
             return
         actor = self._actors.get(conversation_id)
         if actor is None:
-            actor = ConversationActor(conversation_id, self._log, self._effects, on_idle=self._idle)
+            actor = ConversationActor(
+                conversation_id,
+                self._log,
+                self._effects,
+                on_idle=self._idle,
+                on_conflict=self._on_conflict,
+            )
             self._actors[conversation_id] = actor
         self._actors.move_to_end(conversation_id)
         actor.deliver(envelopes, msg)

@@ -23,7 +23,6 @@ from libs.projection import ProjectionRunner
 from libs.secrets import SecretBox
 from libs.secrets.credentials import ResolvedCredential, load_credential
 from libs.service import ServiceContext
-from libs.service.work import WorkConsumer
 from services.agent_runtime.assistant.actor import Assistant
 from services.agent_runtime.assistant.effects import Effects
 from services.agent_runtime.assistant.projection import ChatProjector
@@ -32,7 +31,6 @@ from services.agent_runtime.model import ModelClients
 
 log = logging.getLogger(__name__)
 
-ACK_WAIT_S = 10.0
 SOURCE_ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -56,23 +54,19 @@ def install(app: FastStream, ctx: ServiceContext) -> None:
                 resolve=resolve,
                 settings=ctx.settings,
             )
-            assistant = Assistant(ctx.event_log, effects)
+            assistant = Assistant(
+                ctx.event_log,
+                effects,
+                on_conflict=lambda conversation: ctx.conflicts.record("chat", conversation),
+            )
         return assistant
 
     async def on_command(envelopes: list[Envelope], msg: Msg) -> None:
         get().deliver(envelopes, msg)
         ctx.details["conversations"] = str(len(get()))
 
-    ctx.add_consumer(
-        WorkConsumer(
-            service=ctx.service,
-            purpose="chat",
-            subject=subjects.ALL_CHAT_COMMANDS,
-            handle=on_command,
-            manual_ack=True,
-            ack_wait_s=ACK_WAIT_S,
-        )
-    )
+    # Partitioned by conversation: one replica works on a conversation at a time.
+    ctx.add_partitioned(purpose="chat", subject=subjects.ALL_CHAT_COMMANDS, handle=on_command)
 
     async def on_interrupt(msg: Msg) -> None:
         try:
