@@ -84,11 +84,11 @@ class Cluster:
     async def kill(self, name: str) -> None:
         """As kill -9: no goodbye, no unpin, the connection just drops."""
         replica = self.replicas.pop(name)
-        for task in [replica.membership._task, *replica.consumer._tasks]:  # noqa: SLF001
+        for task in [replica.membership._task, *replica.consumer._tasks]:
             if task is not None:
                 task.cancel()
         with contextlib.suppress(Exception):
-            await replica.nc._transport.close()  # type: ignore[union-attr]  # noqa: SLF001
+            await replica.nc._transport.close()  # type: ignore[union-attr]
         with contextlib.suppress(Exception):
             await replica.nc.close()
 
