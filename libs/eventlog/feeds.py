@@ -4,8 +4,11 @@ A feed is a JetStream stream that *sources* the run stream through a subject tra
 partition token: `heym.run.<run>.…` is stored in the feed as `p.<k>.heym.run.<run>.…`, with
 `k = {{partition(N,1)}}`, a hash of the run token computed by the server. The run stream stays
 the only source of truth; every writer and reader of it is unchanged. The feed holds only what
-its consumers have not acknowledged (work-queue retention: an acknowledged message is deleted),
-so it never grows with the log. Each partition has one durable pull consumer whose priority
+its consumers have not acknowledged, give or take a few seconds: the replica holding a partition
+purges it up to the consumer's ack floor periodically (`purge_acknowledged`), one bulk delete
+instead of one per message (work-queue retention deletes on every ack, which with fsync on
+every write doubled the hop's latency, measured). `max_age` (7 days) bounds what a consumer
+that nobody pulls any more can leave behind. Each partition has one durable pull consumer whose priority
 group uses the `pinned_client` policy: NATS delivers a partition to one puller at a time, and
 moves the pin when that puller stops pulling (or on `CONSUMER.UNPIN`).
 
@@ -16,6 +19,7 @@ recovered exactly (`source_position`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -32,6 +36,7 @@ PRIORITY_GROUP = "heym"
 H_SOURCE = "Nats-Stream-Source"
 H_PIN = "Nats-Pin-Id"
 _NS = 1_000_000_000
+MAX_AGE_S = 7 * 24 * 3600
 
 
 class FeedSpec:
@@ -88,13 +93,29 @@ def source_sequence(headers: dict[str, str]) -> int:
     return int(parts[1])
 
 
-async def _api(nc: NATS, subject: str, body: dict[str, Any], timeout: float = 10.0) -> Any:
-    try:
-        reply = await nc.request(subject, json.dumps(body).encode(), timeout=timeout)
-    except nats.errors.NoRespondersError as exc:
-        raise EventLogError("JetStream is not available on this NATS server") from exc
-    answer = json.loads(reply.data)
-    return answer
+async def _api(nc: NATS, subject: str, body: dict[str, Any], patience_s: float = 60.0) -> Any:
+    """One JetStream API request; a timeout or a cluster that is electing a leader (503) is
+    asked again until `patience_s` (a cluster under load answers slowly, a new one has no
+    leader yet)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + patience_s
+    data = json.dumps(body).encode()
+    while True:
+        try:
+            reply = await nc.request(subject, data, timeout=5.0)
+            answer = json.loads(reply.data)
+            error = answer.get("error") if isinstance(answer, dict) else None
+            if not (error and error.get("code") == 503):
+                return answer
+            why = str(error)
+        except nats.errors.NoRespondersError:
+            why = "no responders"
+        except nats.errors.TimeoutError:
+            why = "timeout"
+        if loop.time() > deadline:
+            raise EventLogError(f"JetStream did not answer {subject}: {why}")
+        log.info("JetStream API %s: %s; asking again", subject, why)
+        await asyncio.sleep(0.5)
 
 
 def feed_config(spec: FeedSpec, *, replicas: int, start_seq: int) -> dict[str, Any]:
@@ -107,7 +128,8 @@ def feed_config(spec: FeedSpec, *, replicas: int, start_seq: int) -> dict[str, A
     return {
         "name": spec.stream,
         "description": f"partitioned feed of {spec.subject} for {spec.durable} (derived)",
-        "retention": "workqueue",
+        "retention": "limits",
+        "max_age": MAX_AGE_S * _NS,
         "storage": "file",
         "discard": "old",
         "num_replicas": replicas,
@@ -199,6 +221,22 @@ async def provision_feed(
         made = await _api(nc, f"$JS.API.CONSUMER.CREATE.{spec.stream}.{name}", body)
         if "error" in made:
             raise EventLogError(f"cannot create consumer {name}: {made['error']}")
+
+
+async def purge_acknowledged(nc: NATS, spec: FeedSpec, partition: int) -> int:
+    """Drop a partition's messages at or below its consumer's ack floor; returns how many."""
+    info = await _api(nc, f"$JS.API.CONSUMER.INFO.{spec.stream}.{spec.consumer(partition)}", {})
+    if "error" in info:
+        return 0
+    floor = int(info["ack_floor"]["stream_seq"])
+    if floor <= 0:
+        return 0
+    done = await _api(
+        nc,
+        f"$JS.API.STREAM.PURGE.{spec.stream}",
+        {"filter": spec.filter(partition), "seq": floor + 1},
+    )
+    return int(done.get("purged", 0))
 
 
 async def unpin(nc: NATS, spec: FeedSpec, partition: int) -> None:

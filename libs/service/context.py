@@ -156,7 +156,11 @@ class ServiceContext:
         )
 
         def held(partitions: list[int]) -> None:
-            self.details[f"partitions_{purpose}"] = ",".join(map(str, partitions))
+            key = f"partitions_{purpose}"
+            if partitions:
+                self.details[key] = f"{purpose} partitions {','.join(map(str, partitions))}"
+            else:
+                self.details.pop(key, None)
 
         consumer.on_held_changed = held
         self.add_consumer(consumer)

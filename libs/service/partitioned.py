@@ -42,6 +42,7 @@ from libs.eventlog.feeds import (
     FeedSpec,
     partition_of,
     provision_feed,
+    purge_acknowledged,
     source_sequence,
     source_subject,
     unpin,
@@ -343,11 +344,21 @@ class PartitionedConsumer:
             log.exception("%s could not record the failure on %s", self.durable, subject)
 
     async def _keep_alive(self) -> None:
-        """Held messages are in progress, not lost: only a dead replica's get redelivered."""
+        """Held messages are in progress, not lost: only a dead replica's get redelivered.
+        Each partition this replica holds is purged up to its ack floor now and then."""
+        ticks = 0
         while True:
             await asyncio.sleep(self._ack_wait / 3)
+            ticks += 1
             for part in self._parts:
                 part.held = {k: m for k, m in part.held.items() if not m.is_acked}
                 for held in part.held.values():
                     with contextlib.suppress(Exception):
                         await held.in_progress()
+            if ticks % 3 == 0 and self._nc is not None:
+                for part in self._parts:
+                    if part.pin is not None:
+                        try:
+                            await purge_acknowledged(self._nc, self.spec, part.index)
+                        except Exception as exc:
+                            log.debug("%s p%d: purge failed: %r", self.durable, part.index, exc)
