@@ -41,7 +41,9 @@ class EmbeddedNatsCluster:
                 host=host,
                 max_payload=max_payload,
                 routes=Routes(
-                    f"heym-{i + 1}", route_ports[i], [p for j, p in enumerate(route_ports) if j != i]
+                    f"heym-{i + 1}",
+                    route_ports[i],
+                    [p for j, p in enumerate(route_ports) if j != i],
                 ),
             )
             for i in range(size)
