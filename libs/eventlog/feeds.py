@@ -8,13 +8,15 @@ its consumers have not acknowledged, give or take a few seconds: the replica hol
 purges it up to the consumer's ack floor periodically (`purge_acknowledged`), one bulk delete
 instead of one per message (work-queue retention deletes on every ack, which with fsync on
 every write doubled the hop's latency, measured). `max_age` (7 days) bounds what a consumer
-that nobody pulls any more can leave behind. Each partition has one durable pull consumer
-whose priority group uses the `pinned_client` policy: NATS delivers a partition to one puller at a time, and
-moves the pin when that puller stops pulling (or on `CONSUMER.UNPIN`).
+that nobody pulls any more can leave behind.
+
+Each partition has one durable pull consumer whose priority group uses the `pinned_client`
+policy: NATS delivers a partition to one puller at a time, and moves the pin when that puller
+stops pulling (or on `CONSUMER.UNPIN`).
 
 A feed message keeps the source's headers (message id, correlation, traceparent) and carries
 `Nats-Stream-Source: <stream> <sequence> …`, so the event's own stream sequence and subject are
-recovered exactly (`source_position`).
+recovered exactly (`source_sequence`, `source_subject`).
 """
 
 from __future__ import annotations
