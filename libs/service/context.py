@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import Any, Protocol
 
 import asyncpg
 import msgspec
+import nats.errors
+import nats.js.errors
 from faststream.nats import NatsBroker
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -28,6 +32,24 @@ from libs.service.work import Handler, Poisoned, WorkConsumer
 
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
+
+
+async def patiently(
+    what: str, step: Callable[[], Awaitable[None]], patience_s: float = 60.0
+) -> None:
+    """Run an idempotent JetStream set-up step again while it times out: a cluster that is
+    electing leaders, or a loaded one, answers late (the service must start all the same)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + patience_s
+    while True:
+        try:
+            await step()
+            return
+        except (nats.errors.TimeoutError, nats.js.errors.ServiceUnavailableError) as exc:
+            if loop.time() > deadline:
+                raise
+            log.warning("%s: %r; trying again", what, exc)
+            await asyncio.sleep(1.0)
 
 
 class Consumer(Protocol):
@@ -101,11 +123,14 @@ class ServiceContext:
     async def open(self) -> None:
         """Connect, provision the stream and migrate (both idempotent), before subscribers start."""
         await self.broker.connect()
-        await provision_run_stream(
-            self.nc,
-            max_message_bytes=self.settings.max_message_bytes,
-            duplicate_window_s=self.settings.duplicate_window_s,
-            replicas=self.settings.stream_replicas,
+        await patiently(
+            "provisioning the run stream",
+            lambda: provision_run_stream(
+                self.nc,
+                max_message_bytes=self.settings.max_message_bytes,
+                duplicate_window_s=self.settings.duplicate_window_s,
+                replicas=self.settings.stream_replicas,
+            ),
         )
         self._log = EventLog(self.nc, max_message_bytes=self.settings.max_message_bytes)
         if self.needs_database:
@@ -168,7 +193,7 @@ class ServiceContext:
 
     async def start_consumers(self) -> None:
         for consumer in self._consumers:
-            await consumer.start(self.event_log)
+            await patiently(f"starting {consumer.durable}", partial(consumer.start, self.event_log))
         for subject, handler in self._responders:
             await self.nc.subscribe(subject, queue=f"{self.service}-responders", cb=handler)
         for subject, handler in self._broadcasts:

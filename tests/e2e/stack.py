@@ -46,7 +46,8 @@ class RunningStack:
     def parse_pids(self) -> None:
         for line in self.output:
             m = re.match(
-                r"^(nats|postgres|model-server|scheduler|agent_runtime|tool_sandbox|review|gateway)\s+(\d+)\s",
+                r"^((?:nats|postgres|model-server|scheduler|agent_runtime|tool_sandbox|review|"
+                r"gateway)(?:#\d+)?(?: \(heym-\d+\))?)\s+(\d+)\s",
                 line,
             )
             if m:
@@ -67,7 +68,12 @@ def stack_env(data_dir: Path, api_key: str, http_port: int, nats_port: int) -> d
 
 @contextlib.asynccontextmanager
 async def heym_up(
-    data_dir: Path, api_key: str, *, http_port: int = 0, nats_port: int = 0
+    data_dir: Path,
+    api_key: str,
+    *,
+    http_port: int = 0,
+    nats_port: int = 0,
+    args: tuple[str, ...] = (),
 ) -> AsyncIterator[RunningStack]:
     http_port = http_port or free_port()
     nats_port = nats_port or free_port()
@@ -76,6 +82,7 @@ async def heym_up(
         "-m",
         "libs.devstack.cli",
         "up",
+        *args,
         env=stack_env(data_dir, api_key, http_port, nats_port),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
