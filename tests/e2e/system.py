@@ -44,8 +44,8 @@ class System:
             HEYM_SHUTDOWN_GRACE_S="5",
             HEYM_SECRET_KEY=generate_key(),
             PYTHONUNBUFFERED="1",
-            **env,
         )
+        base.update(env)
         self.env = base
         self.children: dict[str, Child] = {}
 
@@ -66,7 +66,7 @@ class System:
     async def wait_healthy(
         self, names: tuple[str, ...] = subjects.SERVICES, timeout: float = 60
     ) -> None:
-        nc = await nats.connect(self.nats_url)
+        nc = await nats.connect(servers=self.nats_url.split(","))
         try:
             deadline = time.monotonic() + timeout
             pending = set(names)
@@ -127,7 +127,7 @@ class System:
 
     async def events(self, run_id: str) -> list[Envelope]:
         """Everything recorded for one run (its decisions, results, agent turns, work items)."""
-        nc = await nats.connect(self.nats_url)
+        nc = await nats.connect(servers=self.nats_url.split(","))
         try:
             return await EventLog(nc).read(subjects.run_everything(run_id))
         finally:
@@ -135,7 +135,7 @@ class System:
 
     async def ack_pending(self, *durables: str) -> dict[str, int]:
         """Messages delivered to a consumer and not acknowledged yet (work held by a process)."""
-        nc = await nats.connect(self.nats_url)
+        nc = await nats.connect(servers=self.nats_url.split(","))
         try:
             js = nc.jetstream()
             return {
