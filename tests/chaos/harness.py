@@ -83,7 +83,7 @@ class Deployment:
             assert self.cluster is not None
             await wait_jetstream(self.cluster.urls, 60)
         elif name == "postgres":
-            await asyncio.to_thread(self.postgres.start)
+            await asyncio.to_thread(self.postgres.restart_after_crash)
         else:
             await self.system.restart(name)
 
