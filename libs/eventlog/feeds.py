@@ -74,6 +74,14 @@ class FeedSpec:
         return source_subject(feed_subject).split(".")[self.key_index]
 
 
+def partition_of_key(key: str, partitions: int) -> int:
+    """The partition NATS's `{{partition(N,1)}}` puts `key` in (FNV-1a 32 of the token)."""
+    h = 0x811C9DC5
+    for byte in key.encode():
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h % partitions
+
+
 def source_subject(feed_subject: str) -> str:
     """`p.<k>.heym.run.<run>.cmd` -> `heym.run.<run>.cmd`."""
     parts = feed_subject.split(".", 2)

@@ -18,7 +18,13 @@ from nats.aio.msg import Msg
 from contracts.base import Envelope
 from contracts.runs import RunStarted
 from libs.eventlog import EventLog
-from libs.eventlog.feeds import FeedSpec, source_sequence, source_subject
+from libs.eventlog.feeds import (
+    FeedSpec,
+    partition_of,
+    partition_of_key,
+    source_sequence,
+    source_subject,
+)
 from libs.service.membership import Membership, owner
 from libs.service.partitioned import PartitionedConsumer
 from libs.testing.eventually import eventually
@@ -156,6 +162,15 @@ async def test_one_replica_gets_every_event_with_its_own_subject_and_sequence(
             mine = [e for e in replica.seen if e.run_id == run]
             assert [e.sequence for e in mine] == sorted(e.sequence for e in mine)  # in order
             assert {e.subject for e in mine} == {f"heym.work.{run}.{c.purpose}"}
+        # the server's partition is the one `partition_of_key` computes (tools rely on it)
+        by_run = {e.run_id: e for e in replica.seen}
+        assert len(by_run) == len(runs)
+        spec = replica.consumer.spec
+        info = await replica.nc.jetstream().stream_info(spec.stream, subjects_filter="p.>")
+        assert info.state.subjects, "the feed was purged before the check"
+        for subject in info.state.subjects:
+            run = spec.key_of(subject)
+            assert partition_of(subject) == partition_of_key(run, PARTITIONS), subject
         # acknowledged messages leave the feed (purged up to the ack floor): it does not grow
         js = replica.nc.jetstream()
 
