@@ -14,6 +14,7 @@ from tests.bench import (
     expressions_bench,
     review_bench,
     sandbox_bench,
+    scaleout_bench,
     workflow_bench,
 )
 from tests.bench.harness import Figure, report, write_json
@@ -26,6 +27,7 @@ SUITES = {
     "assistant": assistant_bench.run,
     "expressions": expressions_bench.run,
     "review": review_bench.run,
+    "scaleout": scaleout_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
 OPTIONAL = {"peers": "tests.bench.peers_bench"}

@@ -110,6 +110,22 @@ def _effects(workload: Workload, run: Run, report: Report) -> None:
         report.re_executions += max(0, calls - 1)
 
 
+async def describe(nats_url: str, run_ids: list[str]) -> list[str]:
+    """Every event of each run (subject, sequence, type): what a lost run was waiting for."""
+    nc = await nats.connect(servers=nats_url.split(","))
+    out = []
+    try:
+        log = EventLog(nc)
+        for run_id in run_ids:
+            out.append(f"run {run_id}:")
+            for env in await log.read(f"heym.*.{run_id}.>"):
+                name = type(env.event).__name__
+                out.append(f"  {env.sequence} {env.subject} {name}")
+    finally:
+        await nc.close()
+    return out
+
+
 def conflicts_logged(log_dir: Path) -> int:
     """Conflicts every process logged (a killed replica's health counter dies with it)."""
     total = 0

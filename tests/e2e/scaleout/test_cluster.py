@@ -12,7 +12,7 @@ import pytest
 from contracts import subjects
 from libs.testing.eventually import eventually
 from tests.chaos.harness import Deployment, deployment
-from tests.chaos.verify import outcome
+from tests.chaos.verify import describe, outcome
 from tests.chaos.workload import Workload, connect
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -72,6 +72,21 @@ async def test_a_nats_server_killed_mid_load_loses_nothing(pick: str) -> None:
         victim = await _kill_mid_load(dep, work, pick)
         report = outcome(work)
         print(f"killed {victim}:", *report.lines(), sep="\n")
+        if report.lost:
+            print(*await describe(dep.system.nats_url, report.lost[:3]), sep="\n")
+            print(*_tails(dep), sep="\n")
         assert report.ok, report.lines() + report.lost[:3] + report.wrong[:3]
         await eventually(lambda: _caught_up(dep), timeout=60, message="restarted node caught up")
         await _acknowledged_survive(dep, work)
+
+
+def _tails(dep: Deployment) -> list[str]:
+    out = []
+    for name, child in dep.system.children.items():
+        out.append(f"--- {name}")
+        out.extend(
+            line
+            for line in child.log_tail(400).splitlines()
+            if "WARNING" in line or "ERROR" in line
+        )
+    return out[-200:]
