@@ -16,6 +16,7 @@ import msgspec
 
 from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
+from contracts.memory import MEMORY_EVENTS, MEMORY_WORK_EVENTS
 from contracts.nodes import NODE_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
 from contracts.schedules import SCHEDULE_EVENTS
@@ -27,6 +28,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     *AGENT_EVENTS,
     *SANDBOX_TOOL_EVENTS,
     *SCHEDULE_EVENTS,
+    *MEMORY_EVENTS,
+    *MEMORY_WORK_EVENTS,
 )
 
 
@@ -117,11 +120,22 @@ def channels() -> tuple[Channel, ...]:
         AgentRequested,
         AgentStarted,
         ContextCompressed,
+        GuardrailChecked,
         LlmCallRecorded,
         ModelCallFailed,
         SubAgentDispatched,
         ToolCallRecorded,
         ToolCallsDispatched,
+    )
+    from contracts.memory import (
+        MemoryEntityDeleted,
+        MemoryEntityUpserted,
+        MemoryExtractionCompleted,
+        MemoryExtractionMerged,
+        MemoryExtractionReplied,
+        MemoryExtractionRequested,
+        MemoryRelationshipDeleted,
+        MemoryRelationshipUpserted,
     )
     from contracts.nodes import (
         ChildRunStarted,
@@ -219,6 +233,7 @@ def channels() -> tuple[Channel, ...]:
                 AgentRequested,
                 SubAgentDispatched,
                 AgentStarted,
+                GuardrailChecked,
                 LlmCallRecorded,
                 ModelCallFailed,
                 ToolCallsDispatched,
@@ -235,8 +250,33 @@ def channels() -> tuple[Channel, ...]:
             writer="agent_runtime",
             description=(
                 "Work for a service that is not a scheduler decision: an agent's tool call for "
-                "the tool sandbox, and its cancellation. Internal: may change between versions."
+                "the tool sandbox, and its cancellation; an agent run's memory extraction (its "
+                "request, each target's recorded model reply, its end). Internal: may change "
+                "between versions."
             ),
-            events=(SandboxToolDispatched, SandboxToolCancelled),
+            events=(
+                SandboxToolDispatched,
+                SandboxToolCancelled,
+                MemoryExtractionRequested,
+                MemoryExtractionReplied,
+                MemoryExtractionCompleted,
+            ),
+        ),
+        Channel(
+            name="agent-memory",
+            address="heym.memory.{workflow_id}.{node_token}",
+            writer="agent_runtime (extraction after a run), gateway (the memory REST API)",
+            description=(
+                "An agent node's persistent memory graph: every change to its entities and "
+                "relationships, each naming the run or user that wrote it; appended with the "
+                "subject's expected last sequence. The node id is escaped into one token."
+            ),
+            events=(
+                MemoryEntityUpserted,
+                MemoryEntityDeleted,
+                MemoryRelationshipUpserted,
+                MemoryRelationshipDeleted,
+                MemoryExtractionMerged,
+            ),
         ),
     )

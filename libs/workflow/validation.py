@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from contracts.workflows import NODE_TYPES
+from libs.workflow.agent_fields import agent_field_issues
 from libs.workflow.graph import Graph, GraphError
 
 
@@ -108,6 +109,12 @@ def validate_workflow(nodes: Any, edges: Any) -> list[ValidationIssue]:
                 )
             )
     known = set(ids)
+    for node in nodes:
+        if isinstance(node, dict):
+            issues.extend(
+                ValidationIssue(code=p.code, message=p.message, node_id=p.node_id, field=p.field)
+                for p in agent_field_issues(node, known)
+            )
     for i, edge in enumerate(edges):
         if not isinstance(edge, dict):
             issues.append(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.agents import AgentFinished, DispatchedCall
+from services.agent_runtime.domain.guardrail import blocked, needs_classification
 from services.agent_runtime.domain.state import AgentState, call_id
 
 # Tries of one model call (the first and its retries) before the node's own retry policy.
@@ -25,6 +26,11 @@ RETRY_AFTER_MAX_S = 60.0
 @dataclass(frozen=True)
 class Start:
     """Assemble the prompt and the tools, and record them."""
+
+
+@dataclass(frozen=True)
+class Classify:
+    """Check the user message with the guardrail model before the first model call."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,17 @@ class Unrequested:
 
 
 Step = (
-    Start | CallModel | GraceLimit | RunTools | Wait | Finish | Fail | Cancel | Done | Unrequested
+    Start
+    | Classify
+    | CallModel
+    | GraceLimit
+    | RunTools
+    | Wait
+    | Finish
+    | Fail
+    | Cancel
+    | Done
+    | Unrequested
 )
 
 
@@ -101,6 +117,11 @@ def next_step(state: AgentState, *, model_attempts: int = MODEL_ATTEMPTS) -> Ste
         return _cancel(state)
     if state.started is None:
         return Start()
+    if needs_classification(state):
+        return Classify()
+    stop = blocked(state.guardrail)
+    if stop is not None:
+        return Fail(error=stop[0], retryable=stop[1])
     turn = state.current_turn
     number = len(state.turns) + 1
     grace = False

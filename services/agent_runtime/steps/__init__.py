@@ -5,6 +5,7 @@ from __future__ import annotations
 from services.agent_runtime.domain import (
     CallModel,
     Cancel,
+    Classify,
     Fail,
     Finish,
     GraceLimit,
@@ -12,6 +13,7 @@ from services.agent_runtime.domain import (
     Start,
     Step,
 )
+from services.agent_runtime.steps.classify import classify
 from services.agent_runtime.steps.context import (
     AgentFailed,
     Services,
@@ -29,6 +31,8 @@ async def perform(ctx: StepContext, step: Step) -> None:
     try:
         if isinstance(step, Start):
             await start(ctx)
+        elif isinstance(step, Classify):
+            await classify(ctx)
         elif isinstance(step, CallModel):
             await call_model(ctx, step)
         elif isinstance(step, GraceLimit):
