@@ -41,8 +41,11 @@ class MemoryOrigin(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class MemoryEntityUpserted(Event, tag="memory.entity_upserted", frozen=True):
-    """An entity was created, or replaced as a whole (properties already merged)."""
+    """An entity was created, or replaced as a whole (properties already merged). Every memory
+    event names its graph (`workflow_id`, `node_id`: the canvas node id as the user gave it)."""
 
+    workflow_id: str
+    node_id: str
     entity_id: str
     name: str
     entity_type: str
@@ -56,12 +59,16 @@ class MemoryEntityDeleted(Event, tag="memory.entity_deleted", frozen=True):
 
     `reason`: `revoked` (the user negated it), `pruned` (no relationship left), `api`."""
 
+    workflow_id: str
+    node_id: str
     entity_id: str
     reason: str
     origin: MemoryOrigin
 
 
 class MemoryRelationshipUpserted(Event, tag="memory.relationship_upserted", frozen=True):
+    workflow_id: str
+    node_id: str
     relationship_id: str
     source_id: str
     target_id: str
@@ -75,6 +82,8 @@ class MemoryRelationshipDeleted(Event, tag="memory.relationship_deleted", frozen
     """A relationship left the graph. `reason`: `replaced` (a single-slot type such as
     "works for" got a new target), `api`."""
 
+    workflow_id: str
+    node_id: str
     relationship_id: str
     reason: str
     origin: MemoryOrigin
@@ -84,6 +93,8 @@ class MemoryExtractionMerged(Event, tag="memory.extraction_merged", frozen=True)
     """The end of one extraction's merge into this graph (last event of its batch): marks the
     work item as applied here, even when it changed nothing."""
 
+    workflow_id: str
+    node_id: str
     origin: MemoryOrigin
     entities_written: int = 0
     relationships_written: int = 0
@@ -125,6 +136,7 @@ class MemoryExtractionReplied(Event, tag="memory.extraction_replied", frozen=Tru
     merges the recorded answer and does not ask again). A failed call has `error`."""
 
     target: int
+    invocation_id: str
     attempt: int = 1
     model: str = ""
     text: str = ""

@@ -133,6 +133,7 @@ def create_entity(
         raise EditRefused(f"a memory graph holds at most {MAX_GRAPH_ENTITIES} entities")
     return [
         MemoryEntityUpserted(
+            **graph.key,
             entity_id=entity_id,
             name=f.name,
             entity_type=f.entity_type,
@@ -155,6 +156,7 @@ def update_entity(
             raise EditRefused(f"an entity named {other.name!r} exists ({other.id})", 409)
     return [
         MemoryEntityUpserted(
+            **graph.key,
             entity_id=entity_id,
             name=f.name if f.name is not None else found.name,
             entity_type=f.entity_type if f.entity_type is not None else found.entity_type,
@@ -168,7 +170,7 @@ def update_entity(
 def delete_entity(graph: MemoryGraph, entity_id: str, origin: MemoryOrigin) -> list[Event]:
     if entity_id not in graph.entities:
         raise EditRefused("memory entity not found", 404)
-    return [MemoryEntityDeleted(entity_id=entity_id, reason="api", origin=origin)]
+    return [MemoryEntityDeleted(**graph.key, entity_id=entity_id, reason="api", origin=origin)]
 
 
 def create_relationship(
@@ -189,6 +191,7 @@ def create_relationship(
     if len(graph.relationships) >= MAX_GRAPH_RELATIONSHIPS:
         raise EditRefused(f"a memory graph holds at most {MAX_GRAPH_RELATIONSHIPS} relationships")
     created = MemoryRelationshipUpserted(
+        **graph.key,
         relationship_id=relationship_id,
         source_id=source.id,
         target_id=target.id,
@@ -211,6 +214,7 @@ def update_relationship(
         raise EditRefused("memory relationship not found", 404)
     rtype = f.relationship_type if f.relationship_type is not None else found.relationship_type
     updated = MemoryRelationshipUpserted(
+        **graph.key,
         relationship_id=relationship_id,
         source_id=found.source_id,
         target_id=found.target_id,
@@ -232,4 +236,8 @@ def delete_relationship(
 ) -> list[Event]:
     if relationship_id not in graph.relationships:
         raise EditRefused("memory relationship not found", 404)
-    return [MemoryRelationshipDeleted(relationship_id=relationship_id, reason="api", origin=origin)]
+    return [
+        MemoryRelationshipDeleted(
+            **graph.key, relationship_id=relationship_id, reason="api", origin=origin
+        )
+    ]

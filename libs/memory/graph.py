@@ -60,6 +60,8 @@ class Relationship:
 
 @dataclass
 class MemoryGraph:
+    workflow_id: str = ""
+    node_id: str = ""
     entities: dict[str, Entity] = field(default_factory=dict)
     relationships: dict[str, Relationship] = field(default_factory=dict)
     merged_items: set[str] = field(default_factory=set)
@@ -91,6 +93,11 @@ class MemoryGraph:
             ids.add(r.source_id)
             ids.add(r.target_id)
         return ids
+
+    @property
+    def key(self) -> dict[str, str]:
+        """The fields that name this graph on each of its events."""
+        return {"workflow_id": self.workflow_id, "node_id": self.node_id}
 
     def copy(self) -> MemoryGraph:
         return copy.deepcopy(self)

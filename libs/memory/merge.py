@@ -79,7 +79,11 @@ class _Merger:
         return stable_id(self.seed, kind, self.created)
 
     def delete_entity(self, entity_id: str, reason: str) -> None:
-        self.emit(MemoryEntityDeleted(entity_id=entity_id, reason=reason, origin=self.origin))
+        self.emit(
+            MemoryEntityDeleted(
+                **self.scratch.key, entity_id=entity_id, reason=reason, origin=self.origin
+            )
+        )
         self.deleted += 1
 
 
@@ -118,6 +122,7 @@ def merge_extraction(
                 continue
         m.emit(
             MemoryEntityUpserted(
+                **m.scratch.key,
                 entity_id=found.id if found else m.new_id("entity"),
                 name=ent.name,
                 entity_type=ent.entity_type,
@@ -145,6 +150,7 @@ def merge_extraction(
         if not unchanged:
             m.emit(
                 MemoryRelationshipUpserted(
+                    **m.scratch.key,
                     relationship_id=found_edge.id if found_edge else m.new_id("relationship"),
                     source_id=source.id,
                     target_id=target.id,
@@ -167,6 +173,7 @@ def merge_extraction(
         m.delete_entity(entity.id, "pruned")
     m.emit(
         MemoryExtractionMerged(
+            **m.scratch.key,
             origin=origin,
             entities_written=m.entities,
             relationships_written=m.relationships,
@@ -185,7 +192,9 @@ def replaced_slots(
     if key not in SINGLE_SLOT_TYPES:
         return []
     return [
-        MemoryRelationshipDeleted(relationship_id=r.id, reason="replaced", origin=origin)
+        MemoryRelationshipDeleted(
+            **graph.key, relationship_id=r.id, reason="replaced", origin=origin
+        )
         for r in sorted(graph.relationships.values(), key=lambda r: (r.created_seq, r.id))
         if r.source_id == source_id
         and r.target_id != target_id

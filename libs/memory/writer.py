@@ -36,7 +36,7 @@ class MemoryWriter:
         self._attempts = attempts
 
     async def load(self, workflow_id: str, node_id: str) -> MemoryGraph:
-        graph = MemoryGraph()
+        graph = MemoryGraph(workflow_id=workflow_id, node_id=node_id)
         await self._catch_up(graph, subjects.memory(workflow_id, node_id))
         return graph
 

@@ -193,6 +193,7 @@ class InvocationActor:
                 reason = state.cancel.reason if state.cancel else "cancelled"
                 await effects.cancel_children(ctx.call, pending, reason)
             await effects.deliver(ctx.call, state)
+            await effects.request_extraction(ctx.call, state)
         elif isinstance(step, Wait) and state.current_turn is not None:
             turn = state.current_turn
             waiting = [c for c in turn.missing() if call_id(c) in turn.dispatched]

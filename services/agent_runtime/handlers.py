@@ -6,6 +6,8 @@
 - `agent_runtime-agents` on `heym.agent.>`: every event of every agent invocation (its
   request, a child's result, a cancel, a nudge, and its own steps coming back) goes to the
   invocation's actor, which decides and performs the next steps (`actors.py`).
+- `agent_runtime-memory` on `heym.work.*.agent_runtime.*`: memory extraction work items
+  (`memory/consumer.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from libs.service.failures import fail_dispatches
 from libs.service.work import WorkConsumer
 from services.agent_runtime.actors import InvocationRegistry
 from services.agent_runtime.effects import Effects
+from services.agent_runtime.memory import consumer as memory_consumer
+from services.agent_runtime.memory.context import MemoryReader
 from services.agent_runtime.model import ModelClients
 from services.agent_runtime.steps import Services
 
@@ -67,7 +71,12 @@ def register(ctx: ServiceContext) -> None:
     def get_registry() -> InvocationRegistry:
         nonlocal registry
         if registry is None:
-            services = Services(models=models, resolve=resolve, effects=Effects(ctx.event_log))
+            services = Services(
+                models=models,
+                resolve=resolve,
+                effects=Effects(ctx.event_log),
+                memory=MemoryReader(ctx.pool),
+            )
             registry = InvocationRegistry(
                 ctx.event_log,
                 services,
@@ -135,3 +144,4 @@ def register(ctx: ServiceContext) -> None:
             on_poison=agent_event_poisoned,
         )
     )
+    memory_consumer.register(ctx, models, resolve)

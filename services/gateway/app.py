@@ -17,6 +17,7 @@ from libs.config import Settings
 from libs.eventlog import EventLogError
 from libs.secrets import SecretBox
 from libs.service import ServiceContext
+from services.gateway.agent_memory import AgentMemoryController
 from services.gateway.credentials import CredentialController
 from services.gateway.event_docs import EventDocsController
 from services.gateway.execute import ExecuteController
@@ -66,6 +67,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             HealthController,
             EventDocsController,
             WorkflowController,
+            AgentMemoryController,
             CredentialController,
             ExecuteController,
             HistoryController,

@@ -44,6 +44,8 @@ class TraceController(Controller):
         workflow_id: str | None = None,
         credential_id: str | None = None,
         request_type: str | None = None,
+        source: str | None = None,
+        status: str | None = None,
         search: str | None = None,
         order: str = "desc",
     ) -> dict[str, Any]:
@@ -51,16 +53,21 @@ class TraceController(Controller):
             raise ClientException(detail="limit must be 1-200 and offset not negative")
         if order not in ("asc", "desc"):
             raise ClientException(detail="order must be asc or desc")
+        if status not in (None, "error", "success"):
+            raise ClientException(detail="status must be error or success")
         where = ["r.owner_id = $1"]
         args: list[Any] = [user.id]
         for column, value in (
             ("r.workflow_id", workflow_id),
             ("a.credential_id", credential_id),
             ("t.request_type", request_type),
+            ("t.source", source),
         ):
             if value:
                 args.append(value)
                 where.append(f"{column} = ${len(args)}")
+        if status:
+            where.append("t.error IS NOT NULL" if status == "error" else "t.error IS NULL")
         if search:
             args.append(f"%{search}%")
             where.append(f"(t.model ILIKE ${len(args)} OR a.node_label ILIKE ${len(args)})")

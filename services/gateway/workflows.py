@@ -13,6 +13,7 @@ from libs.accounts import AccountUser
 from libs.schedules import CronError, cron_trigger, put_schedule
 from libs.workflow import validate_workflow
 from services.gateway import store, throttle
+from services.gateway.agent_checks import agent_problems
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object
 
@@ -49,6 +50,16 @@ def workflow_json(row: store.WorkflowRow) -> dict[str, Any]:
         "created_at": row.created_at,
         "updated_at": row.updated_at,
     }
+
+
+async def check_agents(
+    request: Request[Any, Any, State], user: AccountUser, fields: dict[str, Any], wid: str | None
+) -> None:
+    """The agent-node checks that need the database (guardrail credential, memory shares)."""
+    problems = await agent_problems(request.app.state.ctx.pool, user.id, wid, fields["nodes"])
+    if problems:
+        summary = "; ".join(p["message"] for p in problems[:5])
+        raise HTTPException(status_code=422, detail=f"invalid workflow: {summary}", extra=problems)
 
 
 def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None) -> dict[str, Any]:
@@ -126,6 +137,7 @@ class WorkflowController(Controller):
     @post("", summary="Create a workflow", status_code=201)
     async def create(self, request: Request[Any, Any, State], user: AccountUser) -> dict[str, Any]:
         fields = workflow_fields(await json_object(request))
+        await check_agents(request, user, fields, None)
         ctx = request.app.state.ctx
         async with ctx.pool.acquire() as conn, conn.transaction():
             row = await store.insert_workflow(conn, user.id, fields)
@@ -164,6 +176,7 @@ class WorkflowController(Controller):
     ) -> dict[str, Any]:
         current = await owned(request, workflow_id, user)
         fields = workflow_fields(await json_object(request), current)
+        await check_agents(request, user, fields, workflow_id)
         ctx = request.app.state.ctx
         async with ctx.pool.acquire() as conn, conn.transaction():
             row = await store.update_workflow(conn, current, fields)

@@ -12,6 +12,7 @@ from libs.secrets.credentials import ResolvedCredential
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import AgentState
 from services.agent_runtime.effects import Effects
+from services.agent_runtime.memory.context import MemoryReader
 from services.agent_runtime.model import ModelClients
 from services.agent_runtime.tools.spec import ToolSpec
 
@@ -38,6 +39,8 @@ class Services:
     models: ModelClients
     resolve: Resolve
     effects: Effects
+    # The memory read model (prompt blocks at start); None runs agents without memory.
+    memory: MemoryReader | None = None
 
 
 @dataclass

@@ -1,10 +1,15 @@
-"""The first step: assemble the prompt and the tools (Heym §4.2) and record them."""
+"""The first step: assemble the prompt and the tools (Heym §4.2) and record them.
+
+Memory (§7) is read here, once: the graphs go into the system prompt and the graphs the run
+may write afterwards into `agent.started`, so a replay never reads the read model again."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from contracts.agents import AgentStarted
+from services.agent_runtime.memory.context import MemoryPrompt
+from services.agent_runtime.memory.prompt import with_memory
 from services.agent_runtime.prompts import PromptError, build_messages, skills_prefix
 from services.agent_runtime.steps.context import AgentFailed, StepContext, now_ms
 from services.agent_runtime.tools.catalog import build_tools
@@ -22,6 +27,9 @@ async def start(ctx: StepContext) -> None:
     except PromptError as exc:
         raise AgentFailed(str(exc), retryable=False) from None
     tools = [] if call.node_type == "llm" else build_tools(call)
+    reader = ctx.services.memory
+    memory = await reader.prompt(call) if reader is not None else MemoryPrompt()
+    messages = with_memory(messages, memory.blocks)
     await ctx.record(
         [
             AgentStarted(
@@ -45,6 +53,7 @@ async def start(ctx: StepContext) -> None:
                 max_tool_iterations=_int(data.get("maxToolIterations"), 30),
                 depth=call.agent_depth,
                 started_at_ms=now_ms(),
+                memory=memory.targets,
             )
         ]
     )
