@@ -4,14 +4,17 @@ graph a prompt shows, where a change landed, and who shares memory with a node."
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import asyncpg
 import msgspec
 
 from libs.db.types import Conn
 
-Db = Conn | asyncpg.Pool[Any]
+if TYPE_CHECKING:
+    Db: TypeAlias = Conn | asyncpg.Pool[Any]
+else:
+    Db = Any
 
 PROMPT_ENTITIES = 100
 PROMPT_RELATIONSHIPS = 200
