@@ -26,7 +26,7 @@ MemorySource = Literal["extraction", "api"]
 Permission = Literal["own", "read", "write"]
 
 
-class MemoryOrigin(msgspec.Struct, frozen=True, kw_only=True):
+class MemoryOrigin(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Who wrote a change: an extraction after a run (run, invocation, the run's last turn,
     the agent node whose run it was, the work item) or a user through the REST API."""
 

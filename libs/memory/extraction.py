@@ -17,6 +17,7 @@ from libs.memory.limits import (
     MAX_ENTITY_PROPERTIES_BYTES,
     MAX_EXTRACTED_ENTITIES,
     MAX_EXTRACTED_RELATIONSHIPS,
+    MAX_EXTRACTION_PROPERTIES_BYTES,
     MAX_NAME,
     MAX_RELATIONSHIP_PROPERTIES_BYTES,
     MAX_RELATIONSHIP_TYPE,
@@ -25,6 +26,7 @@ from libs.memory.limits import (
     bounded_properties,
     clean_text,
     confidence,
+    json_size,
 )
 
 
@@ -57,6 +59,36 @@ class Extraction:
     relationships: list[ExtractedRelationship] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
 
+    def to_json(self) -> str:
+        """The bounded answer in the answer's own shape (recorded instead of a huge one)."""
+        return json.dumps(
+            {
+                "revoked_entities": self.revoked,
+                "entities": [
+                    {
+                        "name": e.name,
+                        "type": e.entity_type,
+                        "properties": e.properties,
+                        "confidence": e.confidence,
+                        "similar_to": e.similar_to,
+                    }
+                    for e in self.entities
+                ],
+                "relationships": [
+                    {
+                        "source": r.source,
+                        "target": r.target,
+                        "type": r.relationship_type,
+                        "properties": r.properties,
+                        "confidence": r.confidence,
+                    }
+                    for r in self.relationships
+                ],
+                "dropped": self.dropped,
+            },
+            ensure_ascii=False,
+        )
+
 
 def parse_extraction(text: str) -> Extraction:
     data = _json_object(text)
@@ -75,6 +107,7 @@ def parse_extraction(text: str) -> Extraction:
         entity = _entity(raw, i, out.dropped)
         if entity is not None:
             out.entities.append(entity)
+    _budget(out)
     relationships = data.get("relationships")
     if relationships is not None and not isinstance(relationships, list):
         out.dropped.append("relationships is not a list")
@@ -85,7 +118,27 @@ def parse_extraction(text: str) -> Extraction:
         relationship = _relationship(raw, i, out.dropped)
         if relationship is not None:
             out.relationships.append(relationship)
+    out.dropped.extend(str(d) for d in (data.get("dropped") or [])[:50] if isinstance(d, str))
     return out
+
+
+def _budget(out: Extraction) -> None:
+    """All entities' properties within `MAX_EXTRACTION_PROPERTIES_BYTES`: later ones lose
+    theirs (relationship properties are bounded per item, 400 x 4 KiB at most)."""
+    used = 0
+    for i, e in enumerate(out.entities):
+        size = json_size(e.properties)
+        if used + size > MAX_EXTRACTION_PROPERTIES_BYTES:
+            out.entities[i] = ExtractedEntity(
+                name=e.name,
+                entity_type=e.entity_type,
+                properties={},
+                confidence=e.confidence,
+                similar_to=e.similar_to,
+            )
+            out.dropped.append(f"entity {e.name!r}: properties left out (answer too large)")
+        else:
+            used += size
 
 
 def _json_object(text: str) -> dict[str, Any]:

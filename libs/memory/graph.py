@@ -23,6 +23,11 @@ from contracts.memory import (
 )
 
 
+def merge_key(origin: MemoryOrigin) -> str:
+    """Which extraction a merge came from (work item ids repeat across runs; runs do not)."""
+    return f"{origin.run_id}/{origin.item_id}"
+
+
 def name_key(name: str) -> str:
     """How names compare (Heym: case-insensitively)."""
     return name.strip().casefold()
@@ -143,5 +148,5 @@ def evolve(graph: MemoryGraph, event: Event | UnknownEvent, sequence: int) -> No
     elif isinstance(event, MemoryRelationshipDeleted):
         graph.relationships.pop(event.relationship_id, None)
     elif isinstance(event, MemoryExtractionMerged) and event.origin.item_id:
-        graph.merged_items.add(event.origin.item_id)
+        graph.merged_items.add(merge_key(event.origin))
     # Anything else was not written by a memory writer: a graph ignores it.

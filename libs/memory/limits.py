@@ -21,6 +21,8 @@ MAX_RELATIONSHIP_PROPERTIES_BYTES: Final = 4 * 1024
 MAX_EXTRACTED_ENTITIES: Final = 200
 MAX_EXTRACTED_RELATIONSHIPS: Final = 400
 MAX_REVOKED: Final = 200
+# All properties of one extraction answer together (what is recorded of a long answer).
+MAX_EXTRACTION_PROPERTIES_BYTES: Final = 1024 * 1024
 MAX_GRAPH_ENTITIES: Final = 5000
 MAX_GRAPH_RELATIONSHIPS: Final = 10000
 TRUNCATED: Final = "…(truncated)"

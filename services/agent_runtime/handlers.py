@@ -6,7 +6,7 @@
 - `agent_runtime-agents` on `heym.agent.>`: every event of every agent invocation (its
   request, a child's result, a cancel, a nudge, and its own steps coming back) goes to the
   invocation's actor, which decides and performs the next steps (`actors.py`).
-- `agent_runtime-memory` on `heym.work.*.agent_runtime.*`: memory extraction work items
+- `agent_runtime-extraction` on `heym.work.*.agent_runtime.*`: memory extraction work items
   (`memory/consumer.py`).
 """
 

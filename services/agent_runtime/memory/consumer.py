@@ -1,4 +1,4 @@
-"""The extraction consumer `agent_runtime-memory` on `heym.work.*.agent_runtime.*`: a message
+"""The extraction consumer `agent_runtime-extraction` on `heym.work.*.agent_runtime.*`: a message
 carrying `memory.extraction_requested` runs its item (kept alive while it works); the item's
 own later events arrive here too and are acknowledged without work."""
 
@@ -42,7 +42,7 @@ def register(ctx: ServiceContext, models: ModelClients, resolve: Resolve) -> Non
     ctx.add_consumer(
         WorkConsumer(
             service=ctx.service,
-            purpose="memory",
+            purpose="extraction",
             subject=subjects.work_items_for(ctx.service),
             handle=on_item,
             max_workers=8,

@@ -27,7 +27,7 @@ from contracts.memory import (
 )
 from libs.eventlog import ConcurrencyConflict, EventLog
 from libs.memory.extraction import MalformedExtraction, parse_extraction
-from libs.memory.graph import MemoryGraph
+from libs.memory.graph import MemoryGraph, merge_key
 from libs.memory.merge import merge_extraction
 from libs.memory.writer import MemoryWriter
 from libs.observability.redaction import sanitize_trace_payload
@@ -40,7 +40,8 @@ from services.agent_runtime.steps.context import Resolve, now_ms
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS: Final = 3
-MAX_REPLY_CHARS: Final = 256 * 1024
+# A longer answer is recorded in its parsed, bounded form (or cut, when it is not JSON).
+MAX_REPLY_BYTES: Final = 256 * 1024
 TEMPERATURE: Final = 0.2
 
 
@@ -126,7 +127,7 @@ class _Job:
     async def target(self, index: int, target: MemoryTarget) -> dict[str, Any]:
         base: dict[str, Any] = {"workflow_id": target.workflow_id, "node_id": target.node_id}
         graph = await self.ex._writer.load(target.workflow_id, target.node_id)
-        if self.request.item_id in graph.merged_items:
+        if merge_key(self.origin()) in graph.merged_items:
             return {**base, "status": "merged"}  # by an earlier delivery
         reply = self.item.answer(index)
         while reply is None:
@@ -202,7 +203,7 @@ class _Job:
                 retryable=exc.retryable,
                 trace=sanitize_trace_payload({"request": request, "response": {}}),
             )
-        text = str(reply.message.get("content") or "")[:MAX_REPLY_CHARS]
+        text = recordable(str(reply.message.get("content") or ""))
         return MemoryExtractionReplied(
             **common,
             text=text,
@@ -211,23 +212,27 @@ class _Job:
             trace=sanitize_trace_payload({"request": request, "response": reply.message}),
         )
 
+    def origin(self) -> MemoryOrigin:
+        """What the merges of this item name as their writer."""
+        return MemoryOrigin(
+            source="extraction",
+            run_id=self.subject.split(".")[2],
+            invocation_id=self.request.invocation_id,
+            turn=self.request.turn,
+            workflow_id=self.request.workflow_id,
+            node_id=self.request.node_id,
+            item_id=self.request.item_id,
+        )
+
     async def _merge(
         self, index: int, target: MemoryTarget, graph: MemoryGraph, extraction: Any
     ) -> dict[str, Any]:
-        request = self.request
-        origin = MemoryOrigin(
-            source="extraction",
-            run_id=self.subject.split(".")[2],
-            invocation_id=request.invocation_id,
-            turn=request.turn,
-            workflow_id=request.workflow_id,
-            node_id=request.node_id,
-            item_id=request.item_id,
-        )
-        seed = f"{request.item_id}/{target.workflow_id}/{target.node_id}"
+        origin = self.origin()
+        key = merge_key(origin)
+        seed = f"{key}/{target.workflow_id}/{target.node_id}"
 
         def decide(g: MemoryGraph) -> list[Event]:
-            if request.item_id in g.merged_items:
+            if key in g.merged_items:
                 return []
             return merge_extraction(g, extraction, origin, seed)
 
@@ -251,3 +256,15 @@ class _Job:
         if merged.dropped:
             out["dropped"] = merged.dropped
         return out
+
+
+def recordable(text: str) -> str:
+    """The answer as recorded: as it came when small; else its bounded parsed form, so a huge
+    property costs the property, not the whole answer; else (not JSON) cut, and malformed."""
+    raw = text.encode()
+    if len(raw) <= MAX_REPLY_BYTES:
+        return text
+    try:
+        return parse_extraction(text).to_json()
+    except MalformedExtraction:
+        return raw[:MAX_REPLY_BYTES].decode(errors="ignore")

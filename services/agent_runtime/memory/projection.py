@@ -61,7 +61,7 @@ _DELETE_ENTITY = "DELETE FROM agent_memory_entities WHERE id = $1"
 
 
 class MemoryProjector:
-    name = "agent_runtime-memory"
+    name = "agent_runtime-memory-graphs"
     filter_subjects: Sequence[str] = (subjects.ALL_MEMORY_EVENTS,)
 
     def project(self, envelope: Envelope, sql: StatementBatch) -> None:

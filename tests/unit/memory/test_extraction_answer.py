@@ -87,3 +87,38 @@ def test_at_most_so_many_entities_are_read() -> None:
     many = [{"name": f"e{i}"} for i in range(MAX_EXTRACTED_ENTITIES + 50)]
     got = parse_extraction(json.dumps({"entities": many}))
     assert len(got.entities) == MAX_EXTRACTED_ENTITIES
+
+
+def test_a_huge_answer_is_recorded_in_its_bounded_form_and_still_merges() -> None:
+    from services.agent_runtime.memory.extraction import MAX_REPLY_BYTES, recordable
+
+    answer = json.dumps(
+        {
+            "entities": [
+                {"name": "Zed", "properties": {"bio": "x" * 1_000_000, "age": 3}},
+                {"name": "Zoo"},
+            ],
+            "relationships": [{"source": "Zed", "target": "Zoo", "type": "visits"}],
+        }
+    )
+    kept = recordable(answer)
+    assert len(kept.encode()) < MAX_REPLY_BYTES
+    again = parse_extraction(kept)
+    assert [e.name for e in again.entities] == ["Zed", "Zoo"]
+    assert again.entities[0].properties["age"] == 3
+    assert any("bio" in d for d in again.dropped)
+    assert len(again.relationships) == 1
+    garbage = "y" * (MAX_REPLY_BYTES * 2)
+    assert len(recordable(garbage).encode()) == MAX_REPLY_BYTES
+    assert recordable("small") == "small"
+
+
+def test_all_properties_of_one_answer_share_a_budget() -> None:
+    many = [{"name": f"e{i}", "properties": {"v": "z" * 1900}} for i in range(150)]
+    many += [
+        {"name": f"f{i}", "properties": {f"k{j}": "z" * 1900 for j in range(8)}} for i in range(60)
+    ]
+    got = parse_extraction(json.dumps({"entities": many}))
+    total = sum(json_size(e.properties) for e in got.entities)
+    assert total <= 1024 * 1024
+    assert len(got.entities) == MAX_EXTRACTED_ENTITIES  # entities kept, properties dropped

@@ -63,7 +63,7 @@ def test_entities_and_a_relationship_are_created_and_marked_merged() -> None:
     assert names(g) == {"Ada", "Acme"}
     assert edges(g) == {("Ada", "works for", "Acme")}
     assert isinstance(events[-1], MemoryExtractionMerged)
-    assert g.merged_items == {"memory-i1"}
+    assert g.merged_items == {"r/memory-i1"}
     assert all(getattr(e, "workflow_id", None) == "w" for e in events)
 
 
