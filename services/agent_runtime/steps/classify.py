@@ -51,7 +51,10 @@ async def classify(ctx: StepContext) -> None:
             "(guardrailCredentialId, guardrailModel)",
             retryable=False,
         )
-    cred = await ctx.credential(cred_id)
+    try:
+        cred = await ctx.credential(cred_id)
+    except AgentFailed as exc:
+        raise AgentFailed(f"Guardrails: {exc}", retryable=exc.retryable) from None
     messages = classification_messages(text, categories, severity)
     try:
         reply = await ctx.services.models.chat(
