@@ -12,13 +12,16 @@ from typing import Any
 
 import asyncpg
 import httpx
+import nats
 import pytest
 
+from contracts import subjects
 from contracts.memory import (
     MemoryExtractionCompleted,
     MemoryExtractionMerged,
     MemoryExtractionRequested,
 )
+from libs.eventlog import EventLog
 from libs.testing.eventually import eventually
 from libs.testing.model_server import LedgerEntry, Match, ModelServer, Reply, Rule, Script
 from tests.e2e.agents.helpers import agent, create, e, model_credential, n
@@ -249,9 +252,14 @@ async def test_kill_9_between_the_answer_and_the_extraction_extracts_exactly_onc
         await system.restart("agent_runtime")
         await eventually(lambda: finished(system, run_id), timeout=40)
         await eventually(lambda: graph_has(c, wid, "a", {"Ada", "Acme"}), timeout=10)
-    events = [env.event for env in await system.events(run_id)]
-    assert sum(isinstance(x, MemoryExtractionCompleted) for x in events) == 1
+    envs = await system.events(run_id)
+    assert sum(isinstance(env.event, MemoryExtractionCompleted) for env in envs) == 1
     assert len(extractions(model)) == 1  # exactly one extraction model request
+    # A second delivery of the finished item (a duplicate request) changes nothing.
+    request = next(env for env in envs if isinstance(env.event, MemoryExtractionRequested))
+    seq = await append(system, request.subject, request.event)
+    await eventually(lambda: consumed(system, "agent_runtime-extraction", seq), timeout=20)
+    assert len(extractions(model)) == 1
     merges = [
         env.event
         for env in await memory_events(system, wid, "a")
@@ -265,6 +273,24 @@ async def memory_traces(c: httpx.AsyncClient, count: int) -> bool:
     return bool(traces["total"] == count)
 
 
+async def append(system: System, subject: str, event: Any) -> int:
+    nc = await nats.connect(system.nats_url)
+    try:
+        return (await EventLog(nc).append(subject, [event])).sequence
+    finally:
+        await nc.close()
+
+
+async def consumed(system: System, durable: str, sequence: int) -> bool:
+    """The consumer has handled everything up to `sequence` (delivered and acknowledged)."""
+    nc = await nats.connect(system.nats_url)
+    try:
+        info = await nc.jetstream().consumer_info(subjects.RUN_STREAM, durable)
+        return info.ack_floor.stream_seq >= sequence and info.num_ack_pending == 0
+    finally:
+        await nc.close()
+
+
 async def waiting_on_credentials(conn: asyncpg.Connection[Any]) -> bool:
     found = await conn.fetchval(
         """SELECT count(*) FROM pg_stat_activity
@@ -274,11 +300,6 @@ async def waiting_on_credentials(conn: asyncpg.Connection[Any]) -> bool:
 
 
 async def memory_events(system: System, wid: str, node: str) -> list[Any]:
-    import nats
-
-    from contracts import subjects
-    from libs.eventlog import EventLog
-
     nc = await nats.connect(system.nats_url)
     try:
         return await EventLog(nc).read(subjects.memory(wid, node))
