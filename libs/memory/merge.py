@@ -195,7 +195,7 @@ def replaced_slots(
         MemoryRelationshipDeleted(
             **graph.key, relationship_id=r.id, reason="replaced", origin=origin
         )
-        for r in sorted(graph.relationships.values(), key=lambda r: (r.created_seq, r.id))
+        for r in sorted(graph.incident(source_id), key=lambda r: (r.created_seq, r.id))
         if r.source_id == source_id
         and r.target_id != target_id
         and type_key(r.relationship_type) == key

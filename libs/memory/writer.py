@@ -56,11 +56,12 @@ class MemoryWriter:
     ) -> Change:
         """Decide on the current graph and append; on a conflict catch up and decide again.
 
-        `decide` may raise (a domain error about the edit); it sees a graph it owns."""
+        `decide` must not change the graph it is given (merges work on their own copy); it may
+        raise (a domain error about the edit)."""
         subject = subjects.memory(workflow_id, node_id)
         current = graph if graph is not None else await self.load(workflow_id, node_id)
         for _ in range(self._attempts):
-            events = decide(current.copy())
+            events = decide(current)
             if not events:
                 return Change(graph=current, events=[], sequence=0)
             try:
