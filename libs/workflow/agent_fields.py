@@ -92,8 +92,9 @@ def memory_shares(data: dict[str, Any]) -> list[MemoryShare]:
     return out
 
 
-def agent_field_issues(node: dict[str, Any], node_ids: set[str]) -> list[FieldProblem]:
-    """Problems with a guarded node's guardrail fields and an agent's memory shares."""
+def agent_field_issues(node: dict[str, Any], agent_ids: set[str]) -> list[FieldProblem]:
+    """Problems with a guarded node's guardrail fields and an agent's memory shares
+    (`agent_ids`: the workflow's agent nodes, which a share without a workflow names)."""
     data = node.get("data")
     if not isinstance(data, dict) or node.get("type") not in GUARDED_NODE_TYPES:
         return []
@@ -101,7 +102,7 @@ def agent_field_issues(node: dict[str, Any], node_ids: set[str]) -> list[FieldPr
     name = f"node {nid!r} ({data.get('label')!r})"
     issues = _guardrail_issues(data, nid, name)
     if node.get("type") == "agent":
-        issues.extend(_share_issues(data, nid, name, node_ids))
+        issues.extend(_share_issues(data, nid, name, agent_ids))
     return issues
 
 
@@ -157,7 +158,7 @@ def _guardrail_issues(data: dict[str, Any], nid: str, name: str) -> list[FieldPr
 
 
 def _share_issues(
-    data: dict[str, Any], nid: str, name: str, node_ids: set[str]
+    data: dict[str, Any], nid: str, name: str, agent_ids: set[str]
 ) -> list[FieldProblem]:
     raw = data.get("memoryShares")
     if raw is None:
@@ -184,8 +185,10 @@ def _share_issues(
             issues.append(issue(f"memory share #{i} needs peerCanvasNodeId"))
         elif peer.strip() == nid and not wid:
             issues.append(issue(f"memory share #{i} names the node itself"))
-        elif not wid and peer.strip() not in node_ids:
-            issues.append(issue(f"memory share #{i} names {peer!r}, not a node of this workflow"))
+        elif not wid and peer.strip() not in agent_ids:
+            issues.append(
+                issue(f"memory share #{i} names {peer!r}, not an agent node of this workflow")
+            )
         if wid is not None and not isinstance(wid, str):
             issues.append(issue(f"memory share #{i}: peerWorkflowId must be a string"))
         if not isinstance(perm, str) or perm.strip().lower() not in SHARE_PERMISSIONS:

@@ -109,11 +109,12 @@ def validate_workflow(nodes: Any, edges: Any) -> list[ValidationIssue]:
                 )
             )
     known = set(ids)
+    agents = {n["id"] for n in nodes if isinstance(n, dict) and n.get("type") == "agent"}
     for node in nodes:
         if isinstance(node, dict):
             issues.extend(
                 ValidationIssue(code=p.code, message=p.message, node_id=p.node_id, field=p.field)
-                for p in agent_field_issues(node, known)
+                for p in agent_field_issues(node, agents)
             )
     for i, edge in enumerate(edges):
         if not isinstance(edge, dict):

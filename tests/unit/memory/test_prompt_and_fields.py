@@ -77,6 +77,10 @@ def test_memory_shares_must_name_an_existing_node_and_a_permission() -> None:
     good = agent("a", memoryShares=[{"peerCanvasNodeId": "b", "permission": "write"}])
     assert codes([good, agent("b")]) == []
     assert codes([agent("a", memoryShares=[{"peerCanvasNodeId": "zz"}])]) == ["memory_share"]
+    not_agent = {"id": "s", "type": "set", "data": {"label": "s"}}
+    assert codes([agent("a", memoryShares=[{"peerCanvasNodeId": "s"}]), not_agent]) == [
+        "memory_share"
+    ]
     assert codes([agent("a", memoryShares=[{"peerCanvasNodeId": "a"}])]) == ["memory_share"]
     bad_perm = agent("a", memoryShares=[{"peerCanvasNodeId": "b", "permission": "admin"}])
     assert codes([bad_perm, agent("b")]) == ["memory_share"]
