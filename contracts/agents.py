@@ -64,6 +64,8 @@ class AgentStarted(Event, tag="agent.started", frozen=True):
     max_tool_iterations: int = 30
     depth: int = 0
     started_at_ms: int = 0
+    # Time spent listing the MCP servers' tools (`timing_breakdown.mcp_list_ms`).
+    mcp_list_ms: float = 0.0
     # The memory graphs this run read into its prompt (Heym §7): its own (`own`) and the ones
     # shared with it (`read` / `write`). Extraction after a success writes `own` and `write`.
     memory: list[MemoryTarget] = msgspec.field(default_factory=list)

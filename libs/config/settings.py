@@ -32,6 +32,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     execute_timeout_s: float = 300.0
     # How long one model request may take (Heym: 60 s).
     model_timeout_s: float = 60.0
+    # An `http` node's request without `-m` (Heym: 300 s), and the largest response body.
+    http_timeout_s: float = 30.0
+    http_max_response_bytes: int = 5 * 1024 * 1024
     # Retries of a failed model request (429, 5xx, timeout) inside one agent invocation,
     # before the node's own retry policy applies.
     model_retries: int = 3
@@ -46,6 +49,18 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
     stream_replicas: int = 1
+    # Tool sandbox (per replica): calls in flight, and how many of them one user may hold;
+    # skill/Python-tool processes at once, and per user. Fair: users take turns for slots.
+    sandbox_concurrency: int = 64
+    sandbox_user_concurrency: int = 16
+    sandbox_processes: int = 8
+    sandbox_user_processes: int = 2
+    # bubblewrap: auto (use it where installed), require (refuse to start without), off
+    sandbox_bubblewrap: str = "auto"
+    # skills: auto (uv run when a skill declares PEP 723 dependencies), uv (always), python
+    skill_runner: str = "auto"
+    # first of the unprivileged user ids the sandbox gives its processes when run as root
+    sandbox_uid_base: int = 61000
 
     def require_nats(self) -> str:
         if not self.nats_url:
@@ -89,6 +104,15 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return allowed[0]
+    if raw not in allowed:
+        raise SettingsError(f"{name} must be one of {', '.join(allowed)}, got {raw!r}")
+    return raw
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read every `HEYM_*` setting once; raise `SettingsError` naming a bad variable."""
     env = os.environ if environ is None else environ
@@ -113,6 +137,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         shutdown_grace_s=_float(env, "HEYM_SHUTDOWN_GRACE_S", 10.0),
         execute_timeout_s=_float(env, "HEYM_EXECUTE_TIMEOUT_S", 300.0),
         model_timeout_s=_float(env, "HEYM_MODEL_TIMEOUT_S", 60.0),
+        http_timeout_s=_float(env, "HEYM_HTTP_TIMEOUT_S", 30.0),
+        http_max_response_bytes=_int(
+            env, "HEYM_HTTP_MAX_RESPONSE_BYTES", 5 * 1024 * 1024, lo=1024, hi=64 * 1024 * 1024
+        ),
         model_retries=_int(env, "HEYM_MODEL_RETRIES", 3, lo=0, hi=10),
         redelivery_backoff_s=_float(env, "HEYM_REDELIVERY_BACKOFF_S", 1.0),
         sweep_interval_s=_float(env, "HEYM_SWEEP_INTERVAL_S", 15.0),
@@ -122,4 +150,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         ),
         duplicate_window_s=_float(env, "HEYM_DUPLICATE_WINDOW_S", 600.0),
         stream_replicas=_int(env, "HEYM_STREAM_REPLICAS", 1, lo=1, hi=5),
+        sandbox_concurrency=_int(env, "HEYM_SANDBOX_CONCURRENCY", 64, lo=1, hi=4096),
+        sandbox_user_concurrency=_int(env, "HEYM_SANDBOX_USER_CONCURRENCY", 16, lo=1, hi=4096),
+        sandbox_processes=_int(env, "HEYM_SANDBOX_PROCESSES", 8, lo=1, hi=512),
+        sandbox_user_processes=_int(env, "HEYM_SANDBOX_USER_PROCESSES", 2, lo=1, hi=512),
+        sandbox_bubblewrap=_choice(env, "HEYM_SANDBOX_BUBBLEWRAP", ("auto", "require", "off")),
+        skill_runner=_choice(env, "HEYM_SKILL_RUNNER", ("auto", "uv", "python")),
+        sandbox_uid_base=_int(env, "HEYM_SANDBOX_UID_BASE", 61000, lo=1000, hi=2**31 - 70000),
     )

@@ -12,6 +12,7 @@ from tests.bench import (
     eventlog_bench,
     expressions_bench,
     memory_bench,
+    sandbox_bench,
     workflow_bench,
 )
 from tests.bench.harness import Figure, report, write_json
@@ -20,6 +21,7 @@ SUITES = {
     "eventlog": eventlog_bench.run,
     "workflow": workflow_bench.run,
     "agent": agent_bench.run,
+    "sandbox": sandbox_bench.run,
     "expressions": expressions_bench.run,
     "memory": memory_bench.run,
 }
