@@ -18,6 +18,7 @@ from libs.config import Settings
 from libs.eventlog import EventLogError
 from libs.secrets import SecretBox
 from libs.service import ServiceContext
+from services.gateway.agent_memory import AgentMemoryController
 from services.gateway.chat_log import ChatError
 from services.gateway.chats import ChatController, chat_error_handler
 from services.gateway.credentials import CredentialController
@@ -78,6 +79,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             HealthController,
             EventDocsController,
             WorkflowController,
+            AgentMemoryController,
             CredentialController,
             ExecuteController,
             HistoryController,

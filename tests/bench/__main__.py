@@ -12,6 +12,7 @@ from tests.bench import (
     assistant_bench,
     eventlog_bench,
     expressions_bench,
+    memory_bench,
     review_bench,
     sandbox_bench,
     workflow_bench,
@@ -26,6 +27,7 @@ SUITES = {
     "assistant": assistant_bench.run,
     "expressions": expressions_bench.run,
     "review": review_bench.run,
+    "memory": memory_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
 OPTIONAL = {"peers": "tests.bench.peers_bench"}
