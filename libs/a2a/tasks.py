@@ -115,7 +115,7 @@ class TaskBook:
         if isinstance(ev, ChatQueuedMessageStarted | ChatConversationDeleted):
             return []
         if isinstance(ev, ChatCancelRequested):
-            return self._cancel(ev, at, env.sequence)
+            return self._cancel(ev, before, at, env.sequence)
         turn_id = str(getattr(ev, "turn_id", "") or "")
         if before is None or before.turn_id != turn_id:
             return []  # the conversation's fold ignores it too (not the running turn)
@@ -162,10 +162,19 @@ class TaskBook:
         state = wire.SUBMITTED if len(task.turn_ids) == 1 else wire.WORKING
         return self._status(task, state, at, None)
 
-    def _cancel(self, ev: ChatCancelRequested, at: datetime, sequence: int) -> list[Change]:
-        task = self.tasks.get(ev.task_id) if ev.task_id else None
-        if task is None or not task.interrupted:
-            return []  # a running task is cancelled by its turn's end
+    def _cancel(
+        self, ev: ChatCancelRequested, running: Any, at: datetime, sequence: int
+    ) -> list[Change]:
+        """A cancel is final at once: the decider always honours it (the running turn is
+        interrupted and ends cancelled; a late result is never recorded)."""
+        if ev.task_id:
+            task = self.tasks.get(ev.task_id)
+        elif running is not None and running.turn_id == ev.turn_id:
+            task = self.task_of_turn(ev.turn_id)  # the Chat tab's Stop
+        else:
+            task = None
+        if task is None or task.terminal:
+            return []
         task.last_sequence = sequence
         return self._status(task, wire.CANCELED, at, None)
 
@@ -177,11 +186,11 @@ class TaskBook:
             task.reply = message
             return self._status(task, wire.COMPLETED, at, None)
         if ev.paused_for_clarification:
-            parts = [wire.text_part(_without_clarify(text) or text)]
+            asking = [wire.text_part(_without_clarify(text) or text)]
             questions = _questions(ev.text)
             if questions is not None:
-                parts.append(wire.data_part({"questions": questions}))
-            asked = self._agent(task, f"{ev.turn_id}-reply", parts)
+                asking.append(wire.data_part({"questions": questions}))
+            asked = self._agent(task, f"{ev.turn_id}-reply", asking)
             task.history.append(asked)
             return self._status(task, wire.INPUT_REQUIRED, at, asked)
         if ev.credentials_needed:
