@@ -38,10 +38,12 @@ class Idle:
 
 @dataclass(frozen=True)
 class Record:
-    """Events the decision itself produced; `cancel_runs` are runs to stop afterwards."""
+    """Events the decision itself produced; `cancel_runs` are runs to stop afterwards, and
+    `timers` durable timers `(timer_id, at_ms)` to set once the events are recorded."""
 
     events: list[Event]
     cancel_runs: list[str] = field(default_factory=list)
+    timers: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,10 @@ def _completed(
             credentials_needed=credentials_needed(turn),
         ),
     )
+
+
+def cancelled(turn: Turn, now_ms: int) -> Record:
+    return _cancelled(turn, now_ms)
 
 
 def _cancelled(turn: Turn, now_ms: int) -> Record:
