@@ -84,8 +84,13 @@ def last_task(events: list[StreamResponse]) -> Task:
 
 
 async def rpc(
-    c: httpx.AsyncClient, method: str, params: dict[str, Any], *, path: str = "/api/a2a",
-    headers: dict[str, str] | None = None, request_id: Any = 1,
+    c: httpx.AsyncClient,
+    method: str,
+    params: dict[str, Any],
+    *,
+    path: str = "/api/a2a",
+    headers: dict[str, str] | None = None,
+    request_id: Any = 1,
 ) -> dict[str, Any]:
     r = await c.post(
         path,
