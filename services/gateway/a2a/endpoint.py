@@ -16,6 +16,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator
+from email.utils import formatdate
 from typing import Any
 
 from litestar import Litestar
@@ -58,6 +59,8 @@ class A2AEndpoints:
         self.bus = TurnBus()
         self._ctx: ServiceContext | None = None
         self._methods: Methods | None = None
+        # The card changes only with a new version: it is as old as this process.
+        self.started_http = formatdate(usegmt=True)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Litestar) -> AsyncIterator[None]:
@@ -126,6 +129,7 @@ class A2AEndpoints:
         tag = etag(card)
         extra = [
             (b"etag", tag.encode()),
+            (b"last-modified", self.started_http.encode()),
             (b"cache-control", f"public, max-age={CARD_MAX_AGE_S}".encode()),
         ]
         if headers.get("if-none-match") == tag:

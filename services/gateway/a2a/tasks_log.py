@@ -4,6 +4,7 @@ cancelling. Every write carries the conversation's expected sequence."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,7 +28,17 @@ from services.gateway.chat_log import conversation_id, now_ms
 from services.gateway.mcp.principals import Principal
 
 MAX_TRIES = 10
+_CONTEXT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 CREDENTIAL_MODE = "ask_via_link"
+
+
+def context_id(value: str) -> str | None:
+    """A context id: Heym's (a conversation's UUID) or one the client chose for a new
+    context (A2A lets a client name it; it must be safe as a subject token)."""
+    canonical = conversation_id(value)
+    if canonical is not None:
+        return canonical
+    return value if _CONTEXT_ID.match(value) else None
 
 
 def not_found(task_id: str) -> RpcError:
@@ -118,9 +129,9 @@ async def target(
         return Target(book, task.task_id)
     if incoming.context_id is None:
         return Target(TaskBook(str(uuid.uuid4())))
-    cid = conversation_id(incoming.context_id)
-    if cid is None or cid != incoming.context_id.lower():
-        raise invalid("message.contextId must be a context id from this server (a UUID)")
+    cid = context_id(incoming.context_id)
+    if cid is None:
+        raise invalid("message.contextId must be 1-128 letters, digits, '-' or '_' (a context id)")
     book = await load_book(event_log, cid)
     created = book.conversation.created
     if created is not None and (
