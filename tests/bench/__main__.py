@@ -8,6 +8,7 @@ import logging
 import sys
 
 from tests.bench import (
+    a2a_bench,
     agent_bench,
     assistant_bench,
     eventlog_bench,
@@ -26,6 +27,7 @@ SUITES = {
     "assistant": assistant_bench.run,
     "expressions": expressions_bench.run,
     "review": review_bench.run,
+    "a2a": a2a_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
 OPTIONAL = {"peers": "tests.bench.peers_bench"}
