@@ -22,7 +22,7 @@ from libs.eventlog import EventLog
 from services.gateway.a2a.projection import NAME
 from services.gateway.mcp.principals import Principal
 
-SYNC_TIMEOUT_S = 2.0
+SYNC_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def _row(r: Any) -> TaskRow:
 
 
 async def caught_up(pool: asyncpg.Pool[Any], event_log: EventLog) -> bool:
-    """Wait until the task store has every chat event appended so far (at most 2 s)."""
+    """Wait until the task store has every chat event appended so far (at most 5 s)."""
     target = await event_log.last_sequence(subjects.ALL_CHAT_EVENTS)
     deadline = time.monotonic() + SYNC_TIMEOUT_S
     while True:

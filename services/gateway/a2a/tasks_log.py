@@ -50,9 +50,22 @@ async def load_book(event_log: EventLog, context_id: str) -> TaskBook:
 
 
 async def find(
-    pool: Any, event_log: EventLog, principal: Principal, task_id: str
+    pool: Any, event_log: EventLog, principal: Principal, task_id: str, context: str | None = None
 ) -> tuple[TaskBook, Task]:
-    """The caller's task (another user's or another server's is not found)."""
+    """The caller's task (another user's or another server's is not found). With the task's
+    context known (a message naming both), the log answers without the task store."""
+    cid = context_id(context) if context else None
+    if cid is not None:
+        book = await load_book(event_log, cid)
+        task = book.tasks.get(task_id)
+        if (
+            task is not None
+            and not task.message_only
+            and book.conversation.exists
+            and book.owner_id == principal.user_id
+            and book.server_id == principal.server_id
+        ):
+            return book, task
     row = await store.locate(pool, principal, task_id)
     if row is None and await store.caught_up(pool, event_log):
         row = await store.locate(pool, principal, task_id)  # it was just created
@@ -123,7 +136,7 @@ async def target(
     pool: Any, event_log: EventLog, principal: Principal, incoming: Incoming
 ) -> Target:
     if incoming.task_id is not None:
-        book, task = await find(pool, event_log, principal, incoming.task_id)
+        book, task = await find(pool, event_log, principal, incoming.task_id, incoming.context_id)
         if incoming.context_id is not None and incoming.context_id != task.context_id:
             raise invalid("message.contextId does not match the task's context", "contextId")
         return Target(book, task.task_id)
