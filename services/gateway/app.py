@@ -20,6 +20,7 @@ from libs.secrets import SecretBox
 from libs.service import ServiceContext
 from services.gateway.a2a.endpoint import A2AEndpoints
 from services.gateway.a2a.settings_api import A2ASettingsController
+from services.gateway.agent_memory import AgentMemoryController
 from services.gateway.chat_log import ChatError
 from services.gateway.chats import ChatController, chat_error_handler
 from services.gateway.credentials import CredentialController
@@ -81,6 +82,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             HealthController,
             EventDocsController,
             WorkflowController,
+            AgentMemoryController,
             CredentialController,
             ExecuteController,
             HistoryController,

@@ -13,6 +13,7 @@ from tests.bench import (
     assistant_bench,
     eventlog_bench,
     expressions_bench,
+    memory_bench,
     review_bench,
     sandbox_bench,
     workflow_bench,
@@ -28,6 +29,7 @@ SUITES = {
     "expressions": expressions_bench.run,
     "review": review_bench.run,
     "a2a": a2a_bench.run,
+    "memory": memory_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
 OPTIONAL = {"peers": "tests.bench.peers_bench"}
