@@ -17,6 +17,7 @@ import msgspec
 from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
 from contracts.chat import CHAT_EVENTS
+from contracts.memory import MEMORY_EVENTS, MEMORY_WORK_EVENTS
 from contracts.nodes import NODE_EVENTS
 from contracts.review import REVIEW_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
@@ -31,6 +32,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     *CHAT_EVENTS,
     *SCHEDULE_EVENTS,
     *REVIEW_EVENTS,
+    *MEMORY_EVENTS,
+    *MEMORY_WORK_EVENTS,
 )
 
 
@@ -121,6 +124,7 @@ def channels() -> tuple[Channel, ...]:
         AgentRequested,
         AgentStarted,
         ContextCompressed,
+        GuardrailChecked,
         LlmCallRecorded,
         ModelCallFailed,
         SubAgentDispatched,
@@ -128,6 +132,16 @@ def channels() -> tuple[Channel, ...]:
         ToolCallsDispatched,
     )
     from contracts.chat import CHAT_COMMAND_EVENTS, CHAT_TURN_EVENTS
+    from contracts.memory import (
+        MemoryEntityDeleted,
+        MemoryEntityUpserted,
+        MemoryExtractionCompleted,
+        MemoryExtractionMerged,
+        MemoryExtractionReplied,
+        MemoryExtractionRequested,
+        MemoryRelationshipDeleted,
+        MemoryRelationshipUpserted,
+    )
     from contracts.nodes import (
         ChildRunStarted,
         NodeAttemptFailed,
@@ -261,6 +275,7 @@ def channels() -> tuple[Channel, ...]:
                 AgentRequested,
                 SubAgentDispatched,
                 AgentStarted,
+                GuardrailChecked,
                 LlmCallRecorded,
                 ModelCallFailed,
                 ToolCallsDispatched,
@@ -282,9 +297,34 @@ def channels() -> tuple[Channel, ...]:
             writer="agent_runtime",
             description=(
                 "Work for a service that is not a scheduler decision: an agent's tool call for "
-                "the tool sandbox, and its cancellation. Internal: may change between versions."
+                "the tool sandbox, and its cancellation; an agent run's memory extraction (its "
+                "request, each target's recorded model reply, its end). Internal: may change "
+                "between versions."
             ),
-            events=(SandboxToolDispatched, SandboxToolCancelled),
+            events=(
+                SandboxToolDispatched,
+                SandboxToolCancelled,
+                MemoryExtractionRequested,
+                MemoryExtractionReplied,
+                MemoryExtractionCompleted,
+            ),
+        ),
+        Channel(
+            name="agent-memory",
+            address="heym.memory.{workflow_id}.{node_token}",
+            writer="agent_runtime (extraction after a run), gateway (the memory REST API)",
+            description=(
+                "An agent node's persistent memory graph: every change to its entities and "
+                "relationships, each naming the run or user that wrote it; appended with the "
+                "subject's expected last sequence. The node id is escaped into one token."
+            ),
+            events=(
+                MemoryEntityUpserted,
+                MemoryEntityDeleted,
+                MemoryRelationshipUpserted,
+                MemoryRelationshipDeleted,
+                MemoryExtractionMerged,
+            ),
         ),
         Channel(
             name="review-requests",

@@ -1,7 +1,7 @@
 """Every NATS subject and stream name in Heym, and the builders that make them.
 
 Layout of the run stream (`HEYM_RUNS`, subjects `heym.run.>`, `heym.agent.>`, `heym.work.>`,
-`heym.timers.>` and `heym.cron.>`):
+`heym.timers.>`, `heym.cron.>` and `heym.memory.>`):
 
 - `heym.run.<run>.cmd`              requests into a run from outside (RunRequested, CancelRequested)
 - `heym.run.<run>.sched.<service>`  the scheduler's decisions; the last token names the service
@@ -29,6 +29,9 @@ Layout of the run stream (`HEYM_RUNS`, subjects `heym.run.>`, `heym.agent.>`, `h
 - `heym.cron.schedule.<workflow>`   a cron workflow's schedule (a JetStream cron schedule message,
                                     one per workflow; the server writes each tick to the next one)
 - `heym.cron.tick.<workflow>`       the ticks of that schedule (`CronTicked`), each started as a run
+- `heym.memory.<workflow>.<node>`   an agent node's persistent memory graph: every change to it
+                                    (entities, relationships, merges), written with the subject's
+                                    expected last sequence; the node id is escaped (`memory`)
 
 The scheduler's view of a run is `heym.run.<run>.>` (its replay filter and its concurrency
 scope); everything recorded for a run, agent turns included, is `heym.*.<run>.>`.
@@ -38,6 +41,7 @@ announcing themselves) and `heym.query.<service>.<name>`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Final
 
@@ -49,6 +53,7 @@ RUN_STREAM_SUBJECTS: Final = (
     "heym.timers.>",
     "heym.chat.>",
     "heym.cron.>",
+    "heym.memory.>",
 )
 
 SERVICES: Final = ("gateway", "scheduler", "agent_runtime", "tool_sandbox", "review")
@@ -129,6 +134,36 @@ def cron_tick(workflow_id: str) -> str:
     return f"heym.cron.tick.{token(workflow_id)}"
 
 
+_PLAIN = re.compile(r"^[A-Za-z0-9-]{1,100}$")
+
+
+def node_token(node_id: str) -> str:
+    """A canvas node id as one subject token, injectively (ids are the user's: any text).
+
+    Ids of letters, digits and dashes stay as they are; otherwise `_` escapes: `__` for `_`,
+    `_XX` (hex) for each byte of any other character; a result over 100 characters becomes
+    `_h` + the SHA-256 of the id (an escaped token never has `h` after its first `_`)."""
+    if _PLAIN.match(node_id):
+        return node_id
+    out = []
+    for ch in node_id:
+        if ch == "_":
+            out.append("__")
+        elif ch.isascii() and (ch.isalnum() or ch == "-"):
+            out.append(ch)
+        else:
+            out.extend(f"_{b:02X}" for b in ch.encode())
+    escaped = "".join(out)
+    if 0 < len(escaped) <= 100:
+        return escaped
+    return "_h" + hashlib.sha256(node_id.encode()).hexdigest()
+
+
+def memory(workflow_id: str, node_id: str) -> str:
+    """One agent node's memory graph (`heym.memory.<workflow>.<node token>`)."""
+    return f"heym.memory.{token(workflow_id)}.{node_token(node_id)}"
+
+
 ALL_CRON_SCHEDULES: Final = "heym.cron.schedule.*"
 ALL_CRON_TICKS: Final = "heym.cron.tick.*"
 
@@ -190,6 +225,7 @@ RUN_KEYED: Final = "heym.run.*.>"
 AGENT_KEYED: Final = "heym.agent.*.>"
 ALL_CHAT_COMMANDS: Final = "heym.chat.*.cmd"
 ALL_CHAT_EVENTS: Final = "heym.chat.>"
+ALL_MEMORY_EVENTS: Final = "heym.memory.>"
 
 
 def work_for(service: str) -> str:

@@ -204,6 +204,7 @@ class InvocationActor:
                 reason = state.cancel.reason if state.cancel else "cancelled"
                 await effects.cancel_children(ctx.call, pending, reason)
             await effects.deliver(ctx.call, state)
+            await effects.request_extraction(ctx.call, state)
         elif isinstance(step, Wait | Paused) and state.current_turn is not None:
             turn = state.current_turn
             waiting = [

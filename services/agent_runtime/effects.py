@@ -1,6 +1,7 @@
 """What follows a recorded agent step outside its own aggregate, every one idempotent:
 starting the children of dispatched tool calls, delivering the invocation's result (to the
-scheduler, or to the orchestrator that called it), and passing a cancel down to children.
+scheduler, or to the orchestrator that called it), passing a cancel down to children, and
+leaving the memory extraction work item after a success (after the result, never before it).
 
 After a crash the runtime repeats the effects the reloaded state may still owe (`resume`)
 instead of tracking which ones went out: each is an expected-sequence-0 append (a child's
@@ -30,6 +31,7 @@ from libs.eventlog import ConcurrencyConflict, EventLog
 from libs.results.node_log import append_result
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import AgentState
+from services.agent_runtime.memory.request import extraction_request, extraction_subject
 from services.agent_runtime.review_effects import close_review
 from services.agent_runtime.tools.plan import Dispatch
 
@@ -154,6 +156,22 @@ class Effects:
             correlation_id=call.correlation_id,
             traceparent=call.traceparent,
         )
+
+    async def request_extraction(self, call: AgentCall, state: AgentState) -> None:
+        """Leave the run's memory extraction as a work item of its own (expected sequence 0:
+        once per invocation, however often this is repeated); the run's answer never waits."""
+        event = extraction_request(call, state)
+        if event is None:
+            return
+        with contextlib.suppress(ConcurrencyConflict):
+            await self._log.append(
+                extraction_subject(call),
+                [event],
+                expected_sequence=0,
+                message_id=f"memory-{call.run_id}-{call.invocation_id}",
+                correlation_id=call.correlation_id,
+                traceparent=call.traceparent,
+            )
 
     async def cancel_children(
         self, call: AgentCall, dispatched: list[DispatchedCall], reason: str

@@ -7,6 +7,8 @@
   request, a child's result, a cancel, a nudge, and its own steps coming back) goes to the
   invocation's actor, which decides and performs the next steps (`actors.py`). Partitioned
   by run (`libs/service/partitioned.py`): a run's invocations are on one replica at a time.
+- `agent_runtime-extraction` on `heym.work.*.agent_runtime.*`: memory extraction work items
+  (`memory/consumer.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from libs.tools import connection_query
 from libs.tools.agent_tools import AgentToolSource
 from services.agent_runtime.actors import InvocationRegistry
 from services.agent_runtime.effects import Effects
+from services.agent_runtime.memory import consumer as memory_consumer
+from services.agent_runtime.memory.context import MemoryReader
 from services.agent_runtime.model import ModelClients
 from services.agent_runtime.steps import Services
 
@@ -83,6 +87,7 @@ def register(ctx: ServiceContext) -> None:
                 resolve=resolve,
                 effects=Effects(ctx.event_log),
                 tools=AgentToolSource(ctx.pool, ctx.nc),
+                memory=MemoryReader(ctx.pool),
             )
             registry = InvocationRegistry(
                 ctx.event_log,
@@ -146,3 +151,4 @@ def register(ctx: ServiceContext) -> None:
         max_deliver=MAX_DELIVER,
         on_poison=agent_event_poisoned,
     )
+    memory_consumer.register(ctx, models, resolve)

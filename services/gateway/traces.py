@@ -49,6 +49,7 @@ class TraceController(Controller):
         credential_id: str | None = None,
         request_type: str | None = None,
         source: str | None = None,
+        status: str | None = None,
         search: str | None = None,
         order: str = "desc",
     ) -> dict[str, Any]:
@@ -56,6 +57,8 @@ class TraceController(Controller):
             raise ClientException(detail=f"limit must be 1-200 and offset 0-{MAX_OFFSET}")
         if order not in ("asc", "desc"):
             raise ClientException(detail="order must be asc or desc")
+        if status not in (None, "error", "success"):
+            raise ClientException(detail="status must be error or success")
         where = ["COALESCE(r.owner_id, t.owner_id) = $1"]
         args: list[Any] = [user.id]
         for column, value in (
@@ -67,6 +70,8 @@ class TraceController(Controller):
             if value:
                 args.append(value)
                 where.append(f"{column} = ${len(args)}")
+        if status:
+            where.append("t.error IS NOT NULL" if status == "error" else "t.error IS NULL")
         if search:
             args.append(f"%{search}%")
             where.append(f"(t.model ILIKE ${len(args)} OR a.node_label ILIKE ${len(args)})")

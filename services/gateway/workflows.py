@@ -13,9 +13,20 @@ from libs.accounts import AccountUser
 from libs.schedules import cron_trigger, put_schedule
 from libs.workflow.fields import checked_fields, problem_summary, workflow_json
 from services.gateway import store, throttle
+from services.gateway.agent_checks import agent_problems
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object, refuse_nul
 from services.gateway.openapi import WORKFLOW, WORKFLOW_LINKS, with_body
+
+
+async def check_agents(
+    request: Request[Any, Any, State], user: AccountUser, fields: dict[str, Any], wid: str | None
+) -> None:
+    """The agent-node checks that need the database (guardrail credential, memory shares)."""
+    problems = await agent_problems(request.app.state.ctx.pool, user.id, wid, fields["nodes"])
+    if problems:
+        summary = "; ".join(p["message"] for p in problems[:5])
+        raise HTTPException(status_code=422, detail=f"invalid workflow: {summary}", extra=problems)
 
 
 def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None) -> dict[str, Any]:
@@ -55,6 +66,7 @@ class WorkflowController(Controller):
     )
     async def create(self, request: Request[Any, Any, State], user: AccountUser) -> dict[str, Any]:
         fields = workflow_fields(await json_object(request))
+        await check_agents(request, user, fields, None)
         ctx = request.app.state.ctx
         async with ctx.pool.acquire() as conn, conn.transaction():
             row = await store.insert_workflow(conn, user.id, fields)
@@ -97,6 +109,7 @@ class WorkflowController(Controller):
     ) -> dict[str, Any]:
         current = await owned(request, workflow_id, user)
         fields = workflow_fields(await json_object(request), current)
+        await check_agents(request, user, fields, workflow_id)
         ctx = request.app.state.ctx
         async with ctx.pool.acquire() as conn, conn.transaction():
             row = await store.update_workflow(conn, current, fields)

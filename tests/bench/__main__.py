@@ -8,10 +8,12 @@ import logging
 import sys
 
 from tests.bench import (
+    a2a_bench,
     agent_bench,
     assistant_bench,
     eventlog_bench,
     expressions_bench,
+    memory_bench,
     review_bench,
     sandbox_bench,
     scaleout_bench,
@@ -27,6 +29,8 @@ SUITES = {
     "assistant": assistant_bench.run,
     "expressions": expressions_bench.run,
     "review": review_bench.run,
+    "a2a": a2a_bench.run,
+    "memory": memory_bench.run,
     "scaleout": scaleout_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.

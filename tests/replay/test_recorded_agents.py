@@ -4,11 +4,12 @@ For every agent aggregate in a recording (`heym.agent.RUN.<invocation>`: orchest
 sub-agents, agents with compression, tool failures, model retries, sub-workflow tools), the
 invocation's events are folded in order and, before each step the runtime recorded, today's
 `next_step` must pick that step; the tool calls a recorded answer handled at once must get
-the same results and the ones it handed to children the same targets; and a recorded output
-must be rebuilt identically from the fold. Events written by others (the request, a child's
-result, a cancel, a nudge, a review opened or decided, a child's pause) are folded without a
-check. A human review replays too: the turn that asked for it must ask for the same review,
-and the decision must be applied at the same point (`ApplyDecision`).
+the same results and the ones it handed to children the same targets; a recorded guardrail
+check must come from a `Classify` step; a recorded output must be rebuilt identically from the
+fold, and so must a recorded memory extraction request. Events written by others (the request,
+a child's result, a cancel, a nudge, a review opened or decided, a child's pause) are folded
+without a check. A human review replays too: the turn that asked for it must ask for the same
+review, and the decision must be applied at the same point (`ApplyDecision`).
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ from contracts.agents import (
     AgentRequested,
     AgentStarted,
     ContextCompressed,
+    GuardrailChecked,
     LlmCallRecorded,
     ModelCallFailed,
     SubAgentDispatched,
     ToolCallRecorded,
     ToolCallsDispatched,
 )
+from contracts.memory import MemoryExtractionRequested
 from contracts.review import (
     ChildPaused,
     ReviewDecided,
@@ -46,6 +49,7 @@ from services.agent_runtime.domain import (
     ApplyDecision,
     CallModel,
     Cancel,
+    Classify,
     Fail,
     Finish,
     GraceLimit,
@@ -55,6 +59,7 @@ from services.agent_runtime.domain import (
     evolve,
     next_step,
 )
+from services.agent_runtime.memory.request import extraction_request
 from services.agent_runtime.steps.ending import _output
 from services.agent_runtime.tools.plan import plan_tools
 from services.agent_runtime.tools.review import review_plan
@@ -97,6 +102,8 @@ def _expected(message: Message, state: AgentState) -> type[Step] | tuple[type[St
         return ApplyDecision
     if isinstance(first, AgentStarted):
         return Start
+    if isinstance(first, GuardrailChecked):
+        return Classify
     if isinstance(first, ModelCallFailed | ContextCompressed):
         return CallModel
     if isinstance(first, LlmCallRecorded):
@@ -204,3 +211,32 @@ def test_recorded_agents_replay_to_the_same_steps(path: Path) -> None:
                 evolve(state, event, message.sequence, at_ms=message.recorded_at_ms)
         assert checked >= 2, subject
         assert state.finished is not None, f"{subject} never finished"
+
+
+MEMORY_RECORDINGS = [
+    p
+    for p in RECORDED
+    if any(isinstance(e, MemoryExtractionRequested) for m in load(p).messages for e in m.events)
+]
+
+
+@pytest.mark.parametrize("path", MEMORY_RECORDINGS, ids=[p.stem for p in MEMORY_RECORDINGS])
+def test_recorded_extraction_requests_are_rebuilt_from_the_invocation(path: Path) -> None:
+    """The memory extraction an agent left behind follows from its own events alone (the
+    graphs it may write were recorded in `agent.started`), so a replay asks for the same."""
+    recording = load(path)
+    run_id = recording.run_id or "RUN"
+    requests = [
+        e for m in recording.messages for e in m.events if isinstance(e, MemoryExtractionRequested)
+    ]
+    for recorded in requests:
+        state = AgentState()
+        for message in recording.messages:
+            if message.aggregate == "agent" and message.subject.endswith(
+                f".{recorded.invocation_id}"
+            ):
+                for event in message.events:
+                    evolve(state, event, message.sequence, at_ms=message.recorded_at_ms)
+        rebuilt = extraction_request(_call(run_id, state), state)
+        assert rebuilt is not None
+        assert recording.comparable(rebuilt) == recording.comparable(recorded)

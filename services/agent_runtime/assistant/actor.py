@@ -24,6 +24,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from nats.aio.msg import Msg
 
@@ -44,6 +45,7 @@ MAX_STEPS_PER_WAKE = 2_000
 KEEPALIVE_S = 3.0
 CACHED_CONVERSATIONS = 512
 STOP_VISIBLE_S = 5.0
+Decider = Callable[[Conversation, int], Any]
 
 
 def now_ms() -> int:
@@ -79,10 +81,12 @@ class ConversationActor:
         effects: Effects,
         *,
         on_idle: Callable[[ConversationActor], None],
+        decider: Decider = decide,
         on_conflict: Callable[[str], None] | None = None,
     ) -> None:
         self._on_conflict = on_conflict
         self.conversation_id = conversation_id
+        self._decide = decider
         self._log = event_log
         self._effects = effects
         self._on_idle = on_idle
@@ -156,7 +160,7 @@ class ConversationActor:
         for _ in range(MAX_STEPS_PER_WAKE):
             state = self.state
             assert state is not None
-            step = decide(state, now_ms())
+            step = self._decide(state, now_ms())
             if isinstance(step, Idle):
                 self._pending = None
                 return
@@ -254,11 +258,13 @@ class Assistant:
         self,
         event_log: EventLog,
         effects: Effects,
+        decider: Decider = decide,
         on_conflict: Callable[[str], None] | None = None,
     ) -> None:
         self._on_conflict = on_conflict
         self._log = event_log
         self._effects = effects
+        self._decide = decider
         self._actors: OrderedDict[str, ConversationActor] = OrderedDict()
 
     def __len__(self) -> int:
@@ -282,6 +288,7 @@ class Assistant:
                 self._log,
                 self._effects,
                 on_idle=self._idle,
+                decider=self._decide,
                 on_conflict=self._on_conflict,
             )
             self._actors[conversation_id] = actor

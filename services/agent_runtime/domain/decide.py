@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.agents import AgentFinished, DispatchedCall
+from services.agent_runtime.domain.guardrail import blocked, needs_classification
 from services.agent_runtime.domain.review import iso_ms, pending_payload
 from services.agent_runtime.domain.state import AgentState, call_id
 
@@ -26,6 +27,11 @@ RETRY_AFTER_MAX_S = 60.0
 @dataclass(frozen=True)
 class Start:
     """Assemble the prompt and the tools, and record them."""
+
+
+@dataclass(frozen=True)
+class Classify:
+    """Check the user message with the guardrail model before the first model call."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,7 @@ class Unrequested:
 
 Step = (
     Start
+    | Classify
     | CallModel
     | GraceLimit
     | RunTools
@@ -135,6 +142,11 @@ def next_step(state: AgentState, *, model_attempts: int = MODEL_ATTEMPTS) -> Ste
     review = _review_step(state)
     if review is not None:
         return review
+    if needs_classification(state):
+        return Classify()
+    stop = blocked(state.guardrail)
+    if stop is not None:
+        return Fail(error=stop[0], retryable=stop[1])
     turn = state.current_turn
     number = len(state.turns) + 1
     grace = False

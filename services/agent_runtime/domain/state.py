@@ -20,6 +20,7 @@ from contracts.agents import (
     AgentStarted,
     ContextCompressed,
     DispatchedCall,
+    GuardrailChecked,
     LlmCallRecorded,
     ModelCallFailed,
     NodeToolDispatched,
@@ -28,6 +29,7 @@ from contracts.agents import (
     ToolCallsDispatched,
 )
 from contracts.base import Event, UnknownEvent
+from contracts.memory import MEMORY_EVENTS, MEMORY_WORK_EVENTS
 from contracts.nodes import NODE_EVENTS, NodeAttemptFailed, NodeCompleted
 from contracts.review import (
     ChildPaused,
@@ -87,6 +89,8 @@ class AgentState:
     requested_at_ms: int = 0
     traceparent: str | None = None
     started: AgentStarted | None = None
+    # The guardrail check of the user message, when the node has guardrails on.
+    guardrail: GuardrailChecked | None = None
     turns: list[Turn] = field(default_factory=list)
     compressions: dict[int, ContextCompressed] = field(default_factory=dict)
     # Failed model requests of the turn being asked (cleared when the turn is recorded).
@@ -198,6 +202,9 @@ def evolve(
     elif isinstance(event, AgentStarted):
         if state.started is None:
             state.started = event
+    elif isinstance(event, GuardrailChecked):
+        if state.guardrail is None:  # classified once: a replay never asks again
+            state.guardrail = event
     elif isinstance(event, LlmCallRecorded):
         if event.turn == len(state.turns) + 1:
             state.turns.append(Turn(llm=event))
@@ -241,7 +248,16 @@ def evolve(
         return  # the review service's own work item, never an agent's subject
     elif isinstance(event, NodeToolDispatched):
         return  # an earlier build's canvas tool dispatch; its result arrives as a record
-    elif isinstance(event, (*RUN_LIFECYCLE_EVENTS, *NODE_EVENTS, *SANDBOX_TOOL_EVENTS)):
+    elif isinstance(
+        event,
+        (
+            *RUN_LIFECYCLE_EVENTS,
+            *NODE_EVENTS,
+            *SANDBOX_TOOL_EVENTS,
+            *MEMORY_EVENTS,
+            *MEMORY_WORK_EVENTS,
+        ),
+    ):
         return  # other aggregates' events never belong to an agent's subject
     else:  # pragma: no cover - the catalogue and this fold must grow together
         assert_never(event)  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ from services.agent_runtime.domain import (
     ApplyDecision,
     CallModel,
     Cancel,
+    Classify,
     Fail,
     Finish,
     GraceLimit,
@@ -13,6 +14,7 @@ from services.agent_runtime.domain import (
     Start,
     Step,
 )
+from services.agent_runtime.steps.classify import classify
 from services.agent_runtime.steps.context import (
     AgentFailed,
     Services,
@@ -31,6 +33,8 @@ async def perform(ctx: StepContext, step: Step) -> None:
     try:
         if isinstance(step, Start):
             await start(ctx)
+        elif isinstance(step, Classify):
+            await classify(ctx)
         elif isinstance(step, CallModel):
             await call_model(ctx, step)
         elif isinstance(step, GraceLimit):

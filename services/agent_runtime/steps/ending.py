@@ -25,6 +25,7 @@ async def finish(ctx: StepContext, step: Finish) -> None:
         [AgentFinished(status="success", output=_output(ctx, llm), finished_at_ms=now_ms())]
     )
     await ctx.services.effects.deliver(ctx.call, ctx.state)
+    await ctx.services.effects.request_extraction(ctx.call, ctx.state)  # after the answer
 
 
 async def fail(ctx: StepContext, step: Fail) -> None:

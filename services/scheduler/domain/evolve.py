@@ -12,6 +12,7 @@ from typing import Any, assert_never
 
 from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
+from contracts.memory import MEMORY_EVENTS, MEMORY_WORK_EVENTS
 from contracts.nodes import (
     ChildRunStarted,
     NodeAttemptFailed,
@@ -121,8 +122,18 @@ def _apply(state: RunState, event: Event) -> None:
         state.run_paused_node = event.node_id
     elif isinstance(event, RunResumed):
         state.run_paused = None
-    elif isinstance(event, (*AGENT_EVENTS, *SANDBOX_TOOL_EVENTS, *SCHEDULE_EVENTS, *REVIEW_EVENTS)):
-        return  # agent histories, work items and cron ticks: not a run's events
+    elif isinstance(
+        event,
+        (
+            *AGENT_EVENTS,
+            *SANDBOX_TOOL_EVENTS,
+            *SCHEDULE_EVENTS,
+            *REVIEW_EVENTS,
+            *MEMORY_EVENTS,
+            *MEMORY_WORK_EVENTS,
+        ),
+    ):
+        return  # agent histories, work items, cron ticks, reviews, memory: not a run's events
     else:  # pragma: no cover - the catalogue and this fold must grow together
         assert_never(event)  # type: ignore[arg-type]
 
