@@ -9,7 +9,9 @@ replays what it lacks; deliveries a crashed predecessor left unacknowledged are 
 
 One runner per projector name is active at a time (a Postgres advisory lock); others stand by.
 Ordering: one push subscription delivers in stream order; after a failed batch the consumer is
-rebuilt from the stored position, so nothing newer is applied before it.
+rebuilt from the stored position, so nothing newer is applied before it. Likewise after a gap in
+the consumer's delivery sequence (deliveries lost while a NATS node died): applying what came
+after it would make the late redelivery look already applied (found by the chaos suite).
 """
 
 from __future__ import annotations
@@ -78,6 +80,19 @@ class _Feed:
         self._nc = nc
         self.buffer: list[Msg] = []
         self.arrived = asyncio.Event()
+        # Every delivery of the (freshly created) consumer has the next consumer sequence; a
+        # jump means deliveries were lost on the way (a NATS node died, the client moved to
+        # another): their redelivery would come after later messages were applied and be
+        # skipped as "at or below the position", so the runner rebuilds from the position.
+        self.next_delivery = 1
+
+    def contiguous(self, msgs: list[Msg]) -> int:
+        """How many of `msgs` (from the front) follow each other without a lost delivery."""
+        for i, msg in enumerate(msgs):
+            if msg.metadata.sequence.consumer != self.next_delivery:
+                return i
+            self.next_delivery += 1
+        return len(msgs)
 
     async def on_msg(self, msg: Msg) -> None:
         if not msg.data and (msg.headers or {}).get("Status") == "100":
@@ -206,6 +221,18 @@ class ProjectionRunner:
                 continue
             msgs = feed.buffer[: self._batch]
             del feed.buffer[: len(msgs)]
+            kept = feed.contiguous(msgs)
+            if kept < len(msgs):
+                log.warning(
+                    "projector %s: deliveries lost before stream sequence %d; rebuilding from "
+                    "its position",
+                    self.name,
+                    msgs[kept].metadata.sequence.stream,
+                )
+                if kept:
+                    await self._apply_batch(msgs[:kept])
+                    await msgs[kept - 1].ack()
+                raise _BatchFailed
             try:
                 await self._apply_batch(msgs)
             except Exception as exc:

@@ -18,6 +18,7 @@ from typing import Any
 import asyncpg
 import httpx
 import nats
+import nats.js.errors
 
 from contracts import subjects
 from contracts.base import Envelope
@@ -26,7 +27,10 @@ from libs.config import service_env
 from libs.devstack.children import Child
 from libs.embedded.process import free_port
 from libs.eventlog import EventLog
+from libs.eventlog.feeds import FeedSpec
 from libs.secrets import generate_key
+
+PARTITIONS = 16  # HEYM_PARTITIONS' default
 
 
 class System:
@@ -138,10 +142,18 @@ class System:
         nc = await nats.connect(servers=self.nats_url.split(","))
         try:
             js = nc.jetstream()
-            return {
-                d: (await js.consumer_info(subjects.RUN_STREAM, d)).num_ack_pending
-                for d in durables
-            }
+            found = {}
+            for d in durables:
+                try:
+                    found[d] = (await js.consumer_info(subjects.RUN_STREAM, d)).num_ack_pending
+                except nats.js.errors.NotFoundError:
+                    # a run-partitioned consumer: one consumer per partition on its feed
+                    spec = FeedSpec(d, subjects.RUN_KEYED, PARTITIONS)
+                    found[d] = 0
+                    for p in range(PARTITIONS):
+                        info = await js.consumer_info(spec.stream, spec.consumer(p))
+                        found[d] += info.num_ack_pending
+            return found
         finally:
             await nc.close()
 
