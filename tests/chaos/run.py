@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from tests.chaos.harness import Deployment, deployment
-from tests.chaos.verify import Report, conflicts_logged, convergence, outcome
+from tests.chaos.verify import Report, conflicts_logged, convergence, describe, outcome
 from tests.chaos.workload import Workload
 
 REPLICAS = {"scheduler": 3, "agent_runtime": 2}
@@ -82,4 +82,15 @@ async def chaos(
         )
         for line in report.lines():
             say(line)
+        if report.lost:
+            for line in await describe(dep.system.nats_url, report.lost[:3]):
+                say(line)
+            for name, child in dep.system.children.items():
+                tail = [
+                    ln
+                    for ln in child.log_tail(2000).splitlines()
+                    if " ERROR " in ln or " WARNING " in ln
+                ]
+                for line in tail[-15:]:
+                    say(f"{name}: {line[:300]}")
         return report
