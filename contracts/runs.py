@@ -57,7 +57,13 @@ class RunRequested(Event, tag="run.requested", frozen=True):
     # Every workflow reachable through Execute nodes or agents' sub-workflows, by id.
     workflow_cache: dict[str, WorkflowSnapshot] = msgspec.field(default_factory=dict)
     timezone: str = "UTC"
+    # The W3C context of whatever started the run (an inbound request's `traceparent`, the
+    # Execute node's span, the agent's `call_sub_workflow` tool span): the run span's parent.
     traceparent: str | None = None
+    # The run's own root span (`heym.workflow.execute`): its trace id, its span id (derived
+    # from the run id) and the sampling decision, taken once when the run was requested.
+    # Every span of the run is in this trace; None when tracing was off and nothing called in.
+    run_traceparent: str | None = None
     # The owner's global variables when the run started (`$global`; a child run gets its
     # parent's, overlaid with the parent's `$vars`). Replay reads these, never the live store.
     globals: dict[str, Any] = msgspec.field(default_factory=dict)

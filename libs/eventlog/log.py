@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ from contracts.catalog import BatchDecodeError, EventCodec
 from contracts.subjects import RUN_STREAM, run_all
 from libs.eventlog.errors import ConcurrencyConflict, EventLogError, PayloadTooLarge
 from libs.eventlog.reader import read_bounded
+from libs.telemetry import record_metric
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +117,7 @@ class EventLog:
             headers[H_CAUSATION] = causation_id
         if traceparent:
             headers[H_TRACEPARENT] = traceparent
+        began = time.perf_counter()
         try:
             ack = await self._js.publish(subject, body, headers=headers, timeout=self._timeout)
         except nats.js.errors.APIError as exc:
@@ -137,6 +140,7 @@ class EventLog:
             ) from exc
         except nats.errors.TimeoutError as exc:
             raise EventLogError(f"append to {subject} timed out after {self._timeout}s") from exc
+        record_metric("append", (time.perf_counter() - began) * 1000)
         return Appended(
             subject=subject, sequence=ack.seq, message_id=mid, duplicate=bool(ack.duplicate)
         )

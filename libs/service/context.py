@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -18,6 +19,7 @@ from nats.aio.msg import Msg
 
 from contracts import subjects
 from contracts.health import HealthReply
+from libs import telemetry
 from libs.config import Settings
 from libs.db import apply_migrations, create_pool
 from libs.eventlog import EventLog, provision_run_stream
@@ -56,6 +58,7 @@ class ServiceContext:
         self.broker.subscriber(subjects.health(service), include_in_schema=False)(self._health)
 
     async def _health(self) -> bytes:
+        self.details.update(_telemetry_details())
         reply = HealthReply(
             service=self.service,
             instance=self.instance,
@@ -85,6 +88,7 @@ class ServiceContext:
 
     async def open(self) -> None:
         """Connect, provision the stream and migrate (both idempotent), before subscribers start."""
+        telemetry.configure(self.settings, service=self.service, instance=self.instance)
         await self.broker.connect()
         await provision_run_stream(
             self.nc,
@@ -133,6 +137,8 @@ class ServiceContext:
             with contextlib.suppress(Exception):
                 await self._pool.close()
             self._pool = None
+        # Last: spans written while stopping are flushed too (bounded: the collector may hang).
+        await asyncio.to_thread(telemetry.shutdown)
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -140,3 +146,21 @@ class ServiceContext:
             yield
         finally:
             await self.close()
+
+
+def _telemetry_details() -> dict[str, str]:
+    """Telemetry in a health reply (strings): on/off, exporter state, span counts."""
+    status = telemetry.status()
+    out = {
+        "otel": "on" if status["enabled"] else "off",
+        "otel_spans": str(status["spans_started"]),
+    }
+    if "exporter" in status:
+        out["otel_exporter"] = str(status["exporter"])
+        out["otel_dropped_spans"] = str(status["dropped_spans"])
+        out["otel_exported_spans"] = str(status["exported_spans"])
+    if status.get("last_error"):
+        out["otel_last_error"] = str(status["last_error"])[:300]
+    if status.get("disabled_reason") and status["disabled_reason"] != "HEYM_OTEL_ENABLED is false":
+        out["otel_disabled"] = str(status["disabled_reason"])[:300]
+    return out

@@ -27,6 +27,7 @@ from contracts.nodes import NodeAttemptFailed, NodeCompleted
 from contracts.runs import CancelRequested
 from contracts.tools import SandboxToolCancelled, tool_result_message_id
 from libs.eventlog import ConcurrencyConflict, EventLog
+from services.agent_runtime import tracing
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import AgentState
 from services.agent_runtime.tools.plan import Dispatch
@@ -51,7 +52,7 @@ class Effects:
                 expected_sequence=0,
                 message_id=d.message_id,
                 correlation_id=call.correlation_id,
-                traceparent=call.traceparent,
+                traceparent=d.traceparent or call.traceparent,
             )
 
     async def deliver(self, call: AgentCall, state: AgentState) -> None:
@@ -76,7 +77,7 @@ class Effects:
                 "invocation": "sub_agent_tool",
                 "parent_invocation_id": call.parent_invocation_id,
             }
-        result: Event
+        result: NodeCompleted | NodeAttemptFailed
         if done.status == "success":
             result = NodeCompleted(
                 invocation_id=call.invocation_id,
@@ -104,9 +105,8 @@ class Effects:
                 finished_at_ms=done.finished_at_ms,
                 metadata=metadata,
             )
-        # A conflict: delivered before a crash; there is exactly one result per invocation.
-        with contextlib.suppress(ConcurrencyConflict):
-            await self._log.append(
+        try:
+            appended = await self._log.append(
                 subjects.node(call.run_id, call.invocation_id),
                 [result],
                 expected_sequence=0,
@@ -114,6 +114,10 @@ class Effects:
                 correlation_id=call.correlation_id,
                 traceparent=call.traceparent,
             )
+        except ConcurrencyConflict:
+            return  # delivered before a crash: there is exactly one result per invocation
+        if not appended.duplicate:
+            tracing.node_done(call, state, result)
 
     async def _to_parent(self, call: AgentCall, state: AgentState, done: AgentFinished) -> None:
         parent = call.parent_invocation_id

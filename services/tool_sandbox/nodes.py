@@ -13,12 +13,14 @@ from nats.aio.client import Client as NATS
 
 from contracts import subjects
 from contracts.agents import NodeToolDispatched
-from contracts.base import Envelope, Event
+from contracts.base import Envelope
 from contracts.credentials import NODE_CREDENTIALS, NodeCredentialsReply, NodeCredentialsRequest
 from contracts.nodes import NodeAttemptFailed, NodeCompleted, NodeDispatched
+from libs import telemetry
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import ExpressionError, build_context
 from libs.secrets import Masker, mentions_credentials
+from services.tool_sandbox import tracing
 from services.tool_sandbox.http_node import HttpNodeError, execute_http
 
 log = logging.getLogger(__name__)
@@ -94,16 +96,24 @@ class NodeRunner:
         subject = subjects.node(env.run_id, ev.invocation_id)
         if redelivered and await self._log.last_sequence(subject) > 0:
             return  # recorded before the redelivery: never run a side effect twice
+        # The dispatch carries the run's span; this node's span is derived from it (the
+        # HTTP request and the recorded result carry it).
+        span = telemetry.node_context(
+            telemetry.TraceContext.parse(env.traceparent), env.run_id, ev.invocation_id
+        )
+        traceparent = telemetry.header_of(span) or env.traceparent
         started = _now_ms()
-        result: Event
+        result: NodeCompleted | NodeAttemptFailed
         try:
             secrets = await self._credentials.for_node(env.run_id, ev) if self._credentials else {}
         except CredentialError as exc:
-            await self._record(env, subject, self._failed(ev, str(exc), started), ev)
+            failed = self._failed(ev, str(exc), started)
+            if await self._record(env, subject, failed, ev, traceparent):
+                tracing.node_ran(env, ev, failed, span)
             return
         mask = Masker(secrets.values())
         try:
-            output = mask.value(await self._execute(env, ev, secrets))
+            output = mask.value(await self._execute(env, ev, secrets, traceparent))
         except (HttpNodeError, ExpressionError, ValueError) as exc:
             result = self._failed(ev, mask.text(str(exc)), started)
         except Exception as exc:  # a bug here must fail the node, not the service
@@ -122,33 +132,43 @@ class NodeRunner:
                 finished_at_ms=_now_ms(),
             )
         try:
-            await self._record(env, subject, result, ev)
+            recorded = await self._record(env, subject, result, ev, traceparent)
         except PayloadTooLarge as exc:
             # An output the log cannot hold fails the node clearly (never a lost result).
-            await self._record(
-                env,
-                subject,
-                self._failed(
-                    ev, f"the node's output is too large: {exc}", started, retryable=False
-                ),
-                ev,
+            result = self._failed(
+                ev, f"the node's output is too large: {exc}", started, retryable=False
             )
+            recorded = await self._record(env, subject, result, ev, traceparent)
+        if recorded:
+            tracing.node_ran(env, ev, result, span)
 
-    async def _record(self, env: Envelope, subject: str, result: Event, ev: NodeDispatched) -> None:
+    async def _record(
+        self,
+        env: Envelope,
+        subject: str,
+        result: NodeCompleted | NodeAttemptFailed,
+        ev: NodeDispatched,
+        traceparent: str | None,
+    ) -> bool:
+        """Append the node's result (once per invocation); False if it was recorded before."""
         try:
-            await self._log.append(
+            appended = await self._log.append(
                 subject,
                 [result],
                 expected_sequence=0,
                 message_id=f"result-{env.run_id}-{ev.invocation_id}",
                 causation_id=env.event_id,
                 correlation_id=env.correlation_id or env.run_id,
-                traceparent=env.traceparent,
+                traceparent=traceparent,
             )
         except ConcurrencyConflict:
             log.info("result of %s/%s was already recorded", env.run_id, ev.invocation_id)
+            return False
+        return not appended.duplicate
 
-    async def _execute(self, env: Envelope, ev: NodeDispatched, secrets: dict[str, str]) -> object:
+    async def _execute(
+        self, env: Envelope, ev: NodeDispatched, secrets: dict[str, str], traceparent: str | None
+    ) -> object:
         ctx = build_context(
             ev.inputs,
             ev.upstream,
@@ -166,7 +186,7 @@ class NodeRunner:
                 ctx,
                 client=self._client,
                 idempotency_key=ev.idempotency_key,
-                traceparent=env.traceparent,
+                traceparent=traceparent,
             )
         raise ValueError(f"the tool sandbox cannot run {ev.node_type!r} nodes")
 

@@ -20,6 +20,7 @@ from contracts.base import Event
 from contracts.runs import ParentLink, RunRequested
 from contracts.tools import SandboxToolDispatched
 from contracts.workflows import MAX_SUB_WORKFLOW_DEPTH
+from libs import telemetry
 from services.agent_runtime.call import MAX_SUB_AGENT_DEPTH, AgentCall
 from services.agent_runtime.tools.local import node_extra, overlay
 from services.agent_runtime.tools.spec import ToolOutcome, ToolSpec
@@ -146,6 +147,10 @@ def _sub_workflow(
                 ):
                     body[str(f["key"])] = f["defaultValue"]
     child = child_run_id(call.run_id, call.invocation_id, tool_call_id)
+    # The child run is a child of this tool call's span, in the agent's trace.
+    tool_span = telemetry.header_of(
+        telemetry.tool_context(call.trace, call.run_id, call.invocation_id, tool_call_id)
+    )
     request = RunRequested(
         workflow_id=snapshot.id,
         workflow_name=snapshot.name,
@@ -173,7 +178,8 @@ def _sub_workflow(
         requested_at_ms=now_ms,
         workflow_cache=call.sub_workflows,
         timezone=call.timezone,
-        traceparent=call.traceparent,
+        traceparent=tool_span,
+        run_traceparent=telemetry.header_of(telemetry.new_run_context(child, tool_span)),
     )
     return subjects.run_commands(child), request, f"start-{child}", child
 

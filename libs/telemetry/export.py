@@ -1,0 +1,195 @@
+"""Getting finished spans to the collector without ever slowing a run: a bounded queue in
+front of the SDK's batch processor (a full queue drops and counts), and an exporter guard
+that keeps the exporter's health and logs a failing collector once, not once per batch."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+log = logging.getLogger("heym.telemetry")
+
+# Loggers of the OTLP exporters: they log every failed batch (and every retry). Their
+# messages are kept as the exporter's last error and not printed (ExportHealth logs once).
+EXPORTER_LOGGERS = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+    "opentelemetry.exporter.otlp.common.http",
+)
+
+
+class ExportHealth:
+    """The exporter's state as seen by the status API: counts, and the last error (once)."""
+
+    def __init__(self, target: str, secrets: Sequence[str] = ()) -> None:
+        self.target = target
+        self._secrets = [s for s in secrets if s]
+        self._lock = threading.Lock()
+        self.state = "idle"  # idle (nothing sent yet) | ok | failing
+        self.exported = 0
+        self.failed = 0
+        self.dropped = 0
+        self.started = 0
+        self.last_error: str | None = None
+        self._reason: str | None = None
+
+    def note_reason(self, message: str) -> None:
+        """What the exporter said about its last failure (from its own log record)."""
+        self._reason = self.scrub(message)
+
+    def scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def exported_ok(self, count: int) -> None:
+        with self._lock:
+            self.exported += count
+            recovered = self.state == "failing"
+            self.state = "ok"
+        if recovered:
+            log.warning("span export to %s works again", self.target)
+
+    def export_failed(self, count: int, why: str | None = None) -> None:
+        reason = self.scrub(why) if why else (self._reason or "the collector refused the batch")
+        with self._lock:
+            self.failed += count
+            first = self.state != "failing"
+            self.state = "failing"
+            self.last_error = reason
+        if first:
+            # Once per outage: a collector that is down must not flood the service's log.
+            log.warning(
+                "span export to %s failed (%s); spans are dropped until it works again, "
+                "and further failures are not logged",
+                self.target,
+                reason,
+            )
+
+    def drop(self) -> None:
+        with self._lock:
+            self.dropped += 1
+
+
+class _ReasonFilter(logging.Filter):
+    """Takes the exporter's own failure messages for `ExportHealth` and silences them."""
+
+    def __init__(self, health: ExportHealth) -> None:
+        super().__init__()
+        self._health = health
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            self._health.note_reason(record.getMessage())
+        return False
+
+
+def silence_exporter_logs(health: ExportHealth) -> list[tuple[logging.Logger, logging.Filter]]:
+    installed: list[tuple[logging.Logger, logging.Filter]] = []
+    for name in EXPORTER_LOGGERS:
+        logger = logging.getLogger(name)
+        flt = _ReasonFilter(health)
+        logger.addFilter(flt)
+        installed.append((logger, flt))
+    return installed
+
+
+class GuardedExporter(SpanExporter):
+    """Wraps the OTLP exporter: frees queue room as batches leave, records every outcome."""
+
+    def __init__(self, inner: SpanExporter, health: ExportHealth, queue: BoundedQueue) -> None:
+        self._inner = inner
+        self._health = health
+        self._queue = queue
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self._queue.left(len(spans))
+        try:
+            result = self._inner.export(spans)
+        except Exception as exc:  # the exporter must never take the worker thread down
+            self._health.export_failed(len(spans), f"{type(exc).__name__}: {exc}")
+            return SpanExportResult.FAILURE
+        if result is SpanExportResult.SUCCESS:
+            self._health.exported_ok(len(spans))
+        else:
+            self._health.export_failed(len(spans))
+        return result
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+class BoundedQueue:
+    """How many finished spans wait for export; past `limit`, new spans are dropped (counted)
+    before they reach the batch processor, so a stalled collector costs a counter increment."""
+
+    def __init__(self, limit: int, health: ExportHealth) -> None:
+        self.limit = limit
+        self._health = health
+        self._waiting = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> bool:
+        with self._lock:
+            if self._waiting >= self.limit:
+                full = True
+            else:
+                self._waiting += 1
+                full = False
+        if full:
+            self._health.drop()
+        return not full
+
+    def left(self, count: int) -> None:
+        with self._lock:
+            self._waiting = max(0, self._waiting - count)
+
+
+class BoundedBatchProcessor(SpanProcessor):
+    """The SDK's batch processor (background thread, batches) behind `BoundedQueue`."""
+
+    def __init__(self, inner: BatchSpanProcessor, queue: BoundedQueue) -> None:
+        self._inner = inner
+        self._queue = queue
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.context is None or not span.context.trace_flags.sampled:
+            return
+        if self._queue.enter():
+            self._inner.on_end(span)
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()  # type: ignore[no-untyped-call]
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+def join_within(target: object, seconds: float) -> bool:
+    """Run `target()` on a daemon thread and wait at most `seconds` (a hanging collector must
+    not hold up a service's shutdown); True if it finished."""
+    done = threading.Event()
+
+    def call() -> None:
+        try:
+            target()  # type: ignore[operator]
+        except Exception:
+            log.debug("telemetry shutdown step failed", exc_info=True)
+        finally:
+            done.set()
+
+    threading.Thread(target=call, name="heym-telemetry-shutdown", daemon=True).start()
+    deadline = time.monotonic() + seconds
+    return done.wait(max(0.0, deadline - time.monotonic()))

@@ -1,0 +1,340 @@
+"""The process's telemetry: configured once from `Settings` when a service starts, off by
+default. Off means no tracer provider, no exporter thread and no span object: every span
+helper returns at its first line."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from libs.config import Settings
+from libs.telemetry.context import TraceContext, run_span_id, trace_id_for
+
+if TYPE_CHECKING:
+    from libs.telemetry.export import ExportHealth
+
+log = logging.getLogger("heym.telemetry")
+
+RUN_SPAN = "heym.workflow.execute"
+MAX_QUEUE = 2048
+BATCH_SIZE = 512
+EXPORT_TIMEOUT_S = 5.0
+SHUTDOWN_WAIT_S = 3.0
+
+
+class TelemetryConfigError(ValueError):
+    """The OTel settings cannot be used (bad endpoint or headers); tracing stays off."""
+
+
+@dataclass(frozen=True)
+class Exporting:
+    """Where telemetry goes: validated endpoint, headers (values never shown), switches."""
+
+    endpoint: str
+    headers: dict[str, str]
+    service_name: str
+    ratio: float
+    capture_io: bool
+    metrics: bool
+    metrics_interval_s: float
+    delay_ms: int
+
+    @property
+    def traces_url(self) -> str:
+        return f"{self.endpoint}/v1/traces"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"{self.endpoint}/v1/metrics"
+
+    @property
+    def shown_endpoint(self) -> str:
+        return shown_endpoint(self.endpoint)
+
+
+def shown_endpoint(endpoint: str) -> str:
+    """The endpoint as it may be displayed: without user info (a password in the URL)."""
+    try:
+        parts = urlsplit(endpoint)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+    except ValueError:
+        return "(invalid endpoint)"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def parse_exporting(settings: Settings) -> Exporting:
+    """Validate the OTel settings (raises `TelemetryConfigError` naming the problem, never a
+    header value)."""
+    raw = settings.otel_endpoint.strip()
+    if not raw:
+        raise TelemetryConfigError("HEYM_OTEL_EXPORTER_OTLP_ENDPOINT is empty")
+    try:
+        parts = urlsplit(raw)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError as exc:
+        raise TelemetryConfigError(
+            f"HEYM_OTEL_EXPORTER_OTLP_ENDPOINT is not a URL: {exc}"
+        ) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise TelemetryConfigError(
+            "HEYM_OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL such as "
+            f"http://collector:4318, got {shown_endpoint(raw)!r}"
+        )
+    return Exporting(
+        endpoint=raw.rstrip("/"),
+        headers=parse_headers(settings.otel_headers),
+        service_name=settings.otel_service_name or "heym",
+        ratio=settings.otel_sampler_ratio,
+        capture_io=settings.otel_capture_node_io,
+        metrics=settings.otel_metrics_enabled,
+        metrics_interval_s=max(0.1, settings.otel_metrics_interval_s),
+        delay_ms=settings.otel_export_delay_ms,
+    )
+
+
+def parse_headers(raw: str) -> dict[str, str]:
+    """`k=v,k2=v2` (values may be URL-encoded, as OTEL_EXPORTER_OTLP_HEADERS)."""
+    headers: dict[str, str] = {}
+    for number, pair in enumerate(raw.split(","), start=1):
+        if not pair.strip():
+            continue
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or not name or any(c.isspace() for c in name):
+            raise TelemetryConfigError(
+                f"HEYM_OTEL_EXPORTER_OTLP_HEADERS: entry {number} is not key=value"
+            )
+        headers[name.lower()] = unquote(value.strip())
+    return headers
+
+
+_PRESET: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
+    "heym_span_ids", default=None
+)
+
+
+@contextlib.contextmanager
+def preset_ids(trace_id: int, span_id: int) -> Iterator[None]:
+    """The next span started in this block gets these ids (derived from the log, see
+    `libs.telemetry.context`) instead of random ones."""
+    token = _PRESET.set((trace_id, span_id))
+    try:
+        yield
+    finally:
+        _PRESET.reset(token)
+
+
+def _id_generator() -> Any:
+    from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+
+    class DerivedIds(IdGenerator):
+        def __init__(self) -> None:
+            self._random = RandomIdGenerator()
+
+        def generate_span_id(self) -> int:
+            preset = _PRESET.get()
+            return preset[1] if preset else self._random.generate_span_id()
+
+        def generate_trace_id(self) -> int:
+            preset = _PRESET.get()
+            return preset[0] if preset else self._random.generate_trace_id()
+
+    return DerivedIds()
+
+
+@dataclass
+class Telemetry:
+    """One process's telemetry. `tracer is None` is the off path: nothing is built."""
+
+    service: str = ""
+    instance: str = ""
+    enabled: bool = False
+    disabled_reason: str | None = "HEYM_OTEL_ENABLED is false"
+    exporting: Exporting | None = None
+    tracer: Any = None
+    sampler: Any = None
+    health: ExportHealth | None = None
+    meters: Any = None
+    spans_started: int = 0
+    _closers: list[Any] = field(default_factory=list)
+
+    @property
+    def capture_io(self) -> bool:
+        return self.exporting is not None and self.exporting.capture_io
+
+
+_current = Telemetry()
+_lock = threading.Lock()
+
+
+def current() -> Telemetry:
+    return _current
+
+
+def configure(settings: Settings, *, service: str, instance: str) -> Telemetry:
+    """Set up this process's telemetry from `settings` (idempotent per process). A bad
+    endpoint or header list is logged and leaves tracing off; it never stops the service."""
+    global _current
+    with _lock:
+        if _current.enabled:
+            return _current
+        if not settings.otel_enabled:
+            _current = Telemetry(service=service, instance=instance)
+            return _current
+        try:
+            exporting = parse_exporting(settings)
+        except TelemetryConfigError as exc:
+            log.error("OpenTelemetry is off: %s", exc)
+            _current = Telemetry(service=service, instance=instance, disabled_reason=str(exc))
+            return _current
+        try:
+            _current = _build(exporting, service=service, instance=instance)
+        except Exception as exc:  # an SDK that cannot start leaves the service running
+            log.error("OpenTelemetry is off: it could not start: %r", exc)
+            _current = Telemetry(service=service, instance=instance, disabled_reason=repr(exc))
+        return _current
+
+
+def _build(exporting: Exporting, *, service: str, instance: str) -> Telemetry:
+    # Imported here: a process with tracing off never loads the SDK's exporter stack.
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+
+    from libs.telemetry.export import (
+        BoundedBatchProcessor,
+        BoundedQueue,
+        ExportHealth,
+        GuardedExporter,
+        silence_exporter_logs,
+    )
+    from libs.telemetry.metrics import Meters
+
+    health = ExportHealth(exporting.shown_endpoint, secrets=list(exporting.headers.values()))
+    filters = silence_exporter_logs(health)
+    resource = Resource.create(
+        {
+            "service.name": exporting.service_name,
+            "service.instance.id": instance,
+            "service.namespace": "heym",
+            "heym.component": service,
+        }
+    )
+    sampler = ParentBased(TraceIdRatioBased(exporting.ratio))
+    queue = BoundedQueue(MAX_QUEUE, health)
+    exporter = GuardedExporter(
+        OTLPSpanExporter(
+            endpoint=exporting.traces_url, headers=exporting.headers, timeout=EXPORT_TIMEOUT_S
+        ),
+        health,
+        queue,
+    )
+    batch = BatchSpanProcessor(
+        exporter,
+        max_queue_size=MAX_QUEUE,
+        schedule_delay_millis=exporting.delay_ms,
+        max_export_batch_size=BATCH_SIZE,
+    )
+    provider = TracerProvider(
+        sampler=sampler, resource=resource, id_generator=_id_generator(), shutdown_on_exit=False
+    )
+    provider.add_span_processor(BoundedBatchProcessor(batch, queue))
+    meters = Meters.start(exporting, resource) if exporting.metrics else None
+    telemetry = Telemetry(
+        service=service,
+        instance=instance,
+        enabled=True,
+        disabled_reason=None,
+        exporting=exporting,
+        tracer=provider.get_tracer("heym", "0.1.0"),
+        sampler=sampler,
+        health=health,
+        meters=meters,
+    )
+    telemetry._closers = [provider.shutdown, *([meters.shutdown] if meters else [])]
+
+    def unfilter() -> None:
+        for logger, flt in filters:
+            logger.removeFilter(flt)
+
+    telemetry._closers.append(unfilter)
+    log.info(
+        "OpenTelemetry on: spans to %s (sampler ratio %s)%s",
+        exporting.shown_endpoint,
+        exporting.ratio,
+        ", metrics on" if meters else "",
+    )
+    return telemetry
+
+
+def shutdown(wait_s: float = SHUTDOWN_WAIT_S) -> None:
+    """Flush what is queued (for at most `wait_s`) and stop the exporter threads."""
+    global _current
+    with _lock:
+        telemetry, _current = _current, Telemetry()
+    from libs.telemetry.export import join_within
+
+    for close in telemetry._closers:
+        if not join_within(close, wait_s):
+            log.warning("telemetry did not flush within %.0fs (collector slow or down)", wait_s)
+
+
+def new_run_context(run_id: str, parent: str | None) -> TraceContext | None:
+    """The context of a new run's root span (`heym.workflow.execute`): a child of `parent`
+    (the caller's `traceparent`, or the span of the node or tool that started the run), or,
+    with tracing on and no parent, a trace of its own. The sampling decision is taken here,
+    once per run, by the parent-based ratio sampler; every span of the run follows it."""
+    parent_ctx = TraceContext.parse(parent)
+    telemetry = _current
+    if parent_ctx is not None and not telemetry.enabled:
+        return TraceContext(parent_ctx.trace_id, run_span_id(run_id), parent_ctx.sampled)
+    if not telemetry.enabled:
+        return None
+    trace_id = parent_ctx.trace_id if parent_ctx is not None else trace_id_for(run_id)
+    return TraceContext(trace_id, run_span_id(run_id), _sampled(telemetry, parent_ctx, trace_id))
+
+
+def _sampled(telemetry: Telemetry, parent: TraceContext | None, trace_id: int) -> bool:
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    context = None
+    if parent is not None:
+        flags = TraceFlags(TraceFlags.SAMPLED if parent.sampled else TraceFlags.DEFAULT)
+        span = NonRecordingSpan(SpanContext(parent.trace_id, parent.span_id, True, flags))
+        context = trace.set_span_in_context(span)
+    result = telemetry.sampler.should_sample(context, trace_id, RUN_SPAN)
+    return bool(result.decision.is_sampled())
+
+
+def run_context(run_id: str, recorded: str | None, parent: str | None) -> TraceContext | None:
+    """A run's root context as recorded in its request, or derived the same way if the
+    request was written without one."""
+    return TraceContext.parse(recorded) or new_run_context(run_id, parent)
+
+
+def status() -> dict[str, Any]:
+    """This process's telemetry, for health replies and the observability API."""
+    t = _current
+    out: dict[str, Any] = {"enabled": t.enabled, "spans_started": t.spans_started}
+    if t.disabled_reason:
+        out["disabled_reason"] = t.disabled_reason
+    if t.health is not None:
+        h = t.health
+        out.update(
+            exporter=h.state,
+            exported_spans=h.exported,
+            failed_spans=h.failed,
+            dropped_spans=h.dropped,
+            last_error=h.last_error,
+        )
+    return out

@@ -1,0 +1,21 @@
+"""The tool sandbox's spans: the `heym.node.execute` span of each node invocation it runs
+(an `http` node), written once its result is recorded. An agent's tool calls run here under
+the tool call's span (the work item's `traceparent`), which the agent runtime writes."""
+
+from __future__ import annotations
+
+from contracts.base import Envelope
+from contracts.nodes import NodeAttemptFailed, NodeCompleted, NodeDispatched
+from libs import telemetry
+from libs.telemetry import TraceContext
+
+
+def node_ran(
+    env: Envelope,
+    ev: NodeDispatched,
+    result: NodeCompleted | NodeAttemptFailed,
+    span: TraceContext | None,
+) -> None:
+    if not telemetry.current().enabled:
+        return
+    telemetry.node_span(env.run_id, result, span, inputs=ev.inputs)
