@@ -138,9 +138,11 @@ async def test_one_run_across_every_service_is_one_trace(
     }
     for s in top:
         assert s.attributes["heym.node.status"] == "success"
-        assert s.attributes["heym.node.id"] and s.attributes["heym.node.type"]
+        assert s.attributes["heym.node.id"]
+        assert s.attributes["heym.node.type"]
         assert s.attributes["heym.node.duration_ms"] >= 0
-        assert s.start_ns >= root.start_ns and s.end_ns <= root.end_ns
+        assert s.start_ns >= root.start_ns
+        assert s.end_ns <= root.end_ns
     left, right, http = node(spans, "left"), node(spans, "right"), node(spans, "call")
     assert left.parent_span_id == right.parent_span_id == http.parent_span_id == root.span_id
     # written by the process that ran each node
