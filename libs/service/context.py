@@ -154,6 +154,7 @@ def _telemetry_details() -> dict[str, str]:
     out = {
         "otel": "on" if status["enabled"] else "off",
         "otel_spans": str(status["spans_started"]),
+        "otel_threads": str(status["exporter_threads"]),
     }
     if "exporter" in status:
         out["otel_exporter"] = str(status["exporter"])

@@ -28,6 +28,7 @@ from libs.telemetry.kinds import (
 )
 from libs.telemetry.runtime import (
     Telemetry,
+    configuration,
     configure,
     current,
     new_run_context,
@@ -46,6 +47,7 @@ __all__ = [
     "TraceContext",
     "chat_span",
     "chat_span_id",
+    "configuration",
     "configure",
     "current",
     "header_of",

@@ -178,7 +178,9 @@ def current() -> Telemetry:
     return _current
 
 
-def configure(settings: Settings, *, service: str, instance: str) -> Telemetry:
+def configure(
+    settings: Settings, *, service: str, instance: str, max_queue: int = MAX_QUEUE
+) -> Telemetry:
     """Set up this process's telemetry from `settings` (idempotent per process). A bad
     endpoint or header list is logged and leaves tracing off; it never stops the service."""
     global _current
@@ -195,14 +197,14 @@ def configure(settings: Settings, *, service: str, instance: str) -> Telemetry:
             _current = Telemetry(service=service, instance=instance, disabled_reason=str(exc))
             return _current
         try:
-            _current = _build(exporting, service=service, instance=instance)
+            _current = _build(exporting, service=service, instance=instance, max_queue=max_queue)
         except Exception as exc:  # an SDK that cannot start leaves the service running
             log.error("OpenTelemetry is off: it could not start: %r", exc)
             _current = Telemetry(service=service, instance=instance, disabled_reason=repr(exc))
         return _current
 
 
-def _build(exporting: Exporting, *, service: str, instance: str) -> Telemetry:
+def _build(exporting: Exporting, *, service: str, instance: str, max_queue: int) -> Telemetry:
     # Imported here: a process with tracing off never loads the SDK's exporter stack.
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
@@ -230,7 +232,7 @@ def _build(exporting: Exporting, *, service: str, instance: str) -> Telemetry:
         }
     )
     sampler = ParentBased(TraceIdRatioBased(exporting.ratio))
-    queue = BoundedQueue(MAX_QUEUE, health)
+    queue = BoundedQueue(max_queue, health)
     exporter = GuardedExporter(
         OTLPSpanExporter(
             endpoint=exporting.traces_url, headers=exporting.headers, timeout=EXPORT_TIMEOUT_S
@@ -240,9 +242,9 @@ def _build(exporting: Exporting, *, service: str, instance: str) -> Telemetry:
     )
     batch = BatchSpanProcessor(
         exporter,
-        max_queue_size=MAX_QUEUE,
+        max_queue_size=max_queue,
         schedule_delay_millis=exporting.delay_ms,
-        max_export_batch_size=BATCH_SIZE,
+        max_export_batch_size=min(BATCH_SIZE, max_queue),
     )
     provider = TracerProvider(
         sampler=sampler, resource=resource, id_generator=_id_generator(), shutdown_on_exit=False
@@ -325,7 +327,13 @@ def run_context(run_id: str, recorded: str | None, parent: str | None) -> TraceC
 def status() -> dict[str, Any]:
     """This process's telemetry, for health replies and the observability API."""
     t = _current
-    out: dict[str, Any] = {"enabled": t.enabled, "spans_started": t.spans_started}
+    out: dict[str, Any] = {
+        "enabled": t.enabled,
+        "spans_started": t.spans_started,
+        # The SDK's exporter threads (batch span processor, periodic metric reader): none
+        # while tracing is off.
+        "exporter_threads": sum(1 for th in threading.enumerate() if th.name.startswith("Otel")),
+    }
     if t.disabled_reason:
         out["disabled_reason"] = t.disabled_reason
     if t.health is not None:
@@ -338,3 +346,23 @@ def status() -> dict[str, Any]:
             last_error=h.last_error,
         )
     return out
+
+
+def configuration(settings: Settings) -> dict[str, Any]:
+    """The OTel settings as they may be shown: the endpoint without user info, the header
+    names only (their values are credentials)."""
+    try:
+        names = sorted(parse_headers(settings.otel_headers))
+    except TelemetryConfigError:
+        names = []
+    endpoint = shown_endpoint(settings.otel_endpoint.strip()) if settings.otel_endpoint else ""
+    return {
+        "enabled": settings.otel_enabled,
+        "endpoint": endpoint,
+        "traces_endpoint": f"{endpoint.rstrip('/')}/v1/traces" if endpoint else "",
+        "headers": names,
+        "service_name": settings.otel_service_name,
+        "sampler_ratio": settings.otel_sampler_ratio,
+        "capture_node_io": settings.otel_capture_node_io,
+        "metrics_enabled": settings.otel_metrics_enabled,
+    }

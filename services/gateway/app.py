@@ -25,6 +25,7 @@ from services.gateway.expressions_api import ExpressionController
 from services.gateway.global_variables import GlobalVariableController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
+from services.gateway.observability import ObservabilityController
 from services.gateway.schedules_api import ScheduleController
 from services.gateway.traces import TraceController
 from services.gateway.workflows import WorkflowController
@@ -74,6 +75,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             ScheduleController,
             ExecutionTokenController,
             GlobalVariableController,
+            ObservabilityController,
         ],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
