@@ -67,7 +67,12 @@ def stack_env(data_dir: Path, api_key: str, http_port: int, nats_port: int) -> d
 
 @contextlib.asynccontextmanager
 async def heym_up(
-    data_dir: Path, api_key: str, *, http_port: int = 0, nats_port: int = 0
+    data_dir: Path,
+    api_key: str,
+    *,
+    http_port: int = 0,
+    nats_port: int = 0,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[RunningStack]:
     http_port = http_port or free_port()
     nats_port = nats_port or free_port()
@@ -76,7 +81,7 @@ async def heym_up(
         "-m",
         "libs.devstack.cli",
         "up",
-        env=stack_env(data_dir, api_key, http_port, nats_port),
+        env={**stack_env(data_dir, api_key, http_port, nats_port), **(env or {})},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )

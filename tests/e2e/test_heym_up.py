@@ -55,6 +55,10 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
         assert len(body["services"]) == 5  # type: ignore[arg-type]
         assert set(stack.pids) == {"nats", "postgres", "model-server", *subjects.SERVICES}
         assert any("no model credential configured" in line for line in stack.output)
+        assert any(
+            line.startswith("traces") and "off (set HEYM_OTEL_ENABLED=true" in line
+            for line in stack.output
+        ), stack.output
         # with no model credential of its own, the admin gets the offline demo model
         async with httpx.AsyncClient(base_url=stack.base_url, headers={"X-MCP-Key": API_KEY}) as c:
             creds = (await c.get("/api/credentials")).json()
