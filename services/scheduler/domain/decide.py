@@ -8,8 +8,6 @@ as it is emitted, so the decision sees its own consequences.
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,18 +21,23 @@ from contracts.nodes import (
     NodeRetryScheduled,
     TimerScheduled,
 )
-from contracts.runs import RunCompleted, RunOutputReady, RunStarted, WorkflowSnapshot
+from contracts.runs import RunCompleted, RunOutputReady, RunStarted
 from contracts.subjects import NO_SERVICE
 from contracts.workflows import MAX_SUB_WORKFLOW_DEPTH, NODE_TYPES
-from libs.secrets.masking import Masker
 from services.scheduler.domain.context import NodeCall, upstream_outputs
+from services.scheduler.domain.dispatching import (
+    agent_context,
+    child_run_id,
+    idempotency_key,
+    masker,
+    number,
+    seconds,
+)
 from services.scheduler.domain.evolve import evolve
 from services.scheduler.domain.execute_node import child_inputs
 from services.scheduler.domain.nodes import PURE_NODES, Outcome
 from services.scheduler.domain.outputs import final_outputs
 from services.scheduler.domain.state import SUCCESS, WAITING, RunState
-
-_CHILD_NS = uuid.UUID("5b0b6c9e-3c1e-4d55-9d1a-7a4f3e2b1c0d")
 
 
 @dataclass
@@ -61,15 +64,6 @@ def decide(
     decider = _Decider(state, now_ms, max_event_bytes)
     decider.run()
     return decider.decision()
-
-
-def child_run_id(run_id: str, invocation_id: str) -> str:
-    return uuid.uuid5(_CHILD_NS, f"{run_id}:{invocation_id}").hex
-
-
-def idempotency_key(run_id: str, node_id: str, invocation_id: str, attempt: int) -> str:
-    raw = f"{run_id}:{node_id}:{invocation_id}:{attempt}".encode()
-    return hashlib.sha256(raw).hexdigest()[:32]
 
 
 class _Decider:
@@ -231,7 +225,7 @@ class _Decider:
             test_run=s.request.test_run,
             trigger_source=s.request.trigger_source,
             globals=s.request.globals,
-            **_agent_context(s, nid),
+            **agent_context(s, nid),
         )
         why = too_large(dispatch, self.max_bytes)
         if why is not None:
@@ -312,7 +306,7 @@ class _Decider:
     # -- failures, retries, timers ----------------------------------------------------------
     def _attempt_failed(self, nid: str, attempt: int, outcome: Outcome) -> None:
         graph = self.s.graph
-        mask = _masker(self.s)
+        mask = masker(self.s)
         self.emit(
             NodeAttemptFailed(
                 invocation_id=self.new_invocation(),
@@ -333,9 +327,11 @@ class _Decider:
         progressed = False
         for nid, failure in list(s.failures.items()):
             data = s.graph.data[nid]
-            max_attempts = _int(data.get("retryMaxAttempts"), 3) if data.get("retryEnabled") else 1
+            max_attempts = (
+                number(data.get("retryMaxAttempts"), 3) if data.get("retryEnabled") else 1
+            )
             if failure.retryable and failure.attempt < max_attempts and not s.cancel_requested:
-                wait_s = max(0.0, _float(data.get("retryWaitSeconds"), 5.0))
+                wait_s = max(0.0, seconds(data.get("retryWaitSeconds"), 5.0))
                 timer_id = f"retry-{failure.invocation_id}"
                 self.emit(
                     NodeRetryScheduled(
@@ -417,7 +413,7 @@ class _Decider:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         graph = self.s.graph
-        mask = _masker(self.s)
+        mask = masker(self.s)
         self.emit(
             NodeCompleted(
                 invocation_id=invocation or self.new_invocation(),
@@ -462,51 +458,6 @@ class _Decider:
                 finished_at_ms=self.now,
             )
         )
-
-
-def _masker(s: RunState) -> Masker:
-    """Masks the owner's credential values in everything a decision records."""
-    return Masker(s.credentials.values())
-
-
-def _agent_context(s: RunState, nid: str) -> dict[str, Any]:
-    """What an agent needs beyond its node: the workflow and the sub-workflows it may call."""
-    if s.graph.types[nid] != "agent":
-        return {}
-    request = s.request
-    # Every agent of the workflow may run as this one's sub-agent, and each gets the
-    # sub-workflows its own node lists: pass the snapshots of all of them.
-    allowed = {
-        str(w)
-        for n, t in s.graph.types.items()
-        if t == "agent"
-        for w in (s.graph.data[n].get("subWorkflowIds") or [])
-    }
-    return {
-        "workflow": WorkflowSnapshot(
-            id=request.workflow_id,
-            name=request.workflow_name,
-            nodes=request.nodes,
-            edges=request.edges,
-        ),
-        "sub_workflows": {
-            w: request.workflow_cache[w] for w in sorted(allowed) if w in request.workflow_cache
-        },
-    }
-
-
-def _int(value: Any, default: int) -> int:
-    try:
-        return max(1, int(value))
-    except (TypeError, ValueError):
-        return default
-
-
-def _float(value: Any, default: float) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return default
 
 
 __all__ = ["SUCCESS", "Decision", "child_run_id", "decide", "idempotency_key"]
