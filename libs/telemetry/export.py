@@ -76,6 +76,11 @@ class ExportHealth:
         with self._lock:
             self.dropped += 1
 
+    def skipped(self, count: int) -> None:
+        """A batch dropped unsent while the collector is failing (see `GuardedExporter`)."""
+        with self._lock:
+            self.dropped += count
+
 
 class _ReasonFilter(logging.Filter):
     """Takes the exporter's own failure messages for `ExportHealth` and silences them."""
@@ -101,24 +106,38 @@ def silence_exporter_logs(health: ExportHealth) -> list[tuple[logging.Logger, lo
 
 
 class GuardedExporter(SpanExporter):
-    """Wraps the OTLP exporter: frees queue room as batches leave, records every outcome."""
+    """Wraps the OTLP exporter: frees queue room as batches leave, records every outcome,
+    and while the collector fails, tries it again only after a back-off (doubling up to a
+    minute): the batches in between are dropped (counted) without being encoded, so a
+    collector that is down costs the service next to nothing."""
 
     def __init__(self, inner: SpanExporter, health: ExportHealth, queue: BoundedQueue) -> None:
         self._inner = inner
         self._health = health
         self._queue = queue
+        self._backoff_s = 0.0
+        self._retry_at = 0.0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         self._queue.left(len(spans))
+        if self._backoff_s and time.monotonic() < self._retry_at:
+            self._health.skipped(len(spans))
+            return SpanExportResult.FAILURE
         try:
             result = self._inner.export(spans)
         except Exception as exc:  # the exporter must never take the worker thread down
+            result = SpanExportResult.FAILURE
             self._health.export_failed(len(spans), f"{type(exc).__name__}: {exc}")
-            return SpanExportResult.FAILURE
-        if result is SpanExportResult.SUCCESS:
-            self._health.exported_ok(len(spans))
         else:
-            self._health.export_failed(len(spans))
+            if result is SpanExportResult.SUCCESS:
+                self._health.exported_ok(len(spans))
+            else:
+                self._health.export_failed(len(spans))
+        if result is SpanExportResult.SUCCESS:
+            self._backoff_s = 0.0
+        else:
+            self._backoff_s = min(max(1.0, self._backoff_s * 2), 60.0)
+            self._retry_at = time.monotonic() + self._backoff_s
         return result
 
     def shutdown(self) -> None:

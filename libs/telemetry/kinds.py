@@ -81,6 +81,7 @@ def workflow_span(
             "heym.trigger.source": request.trigger_source,
         },
         error=(done.error or "the run failed") if done.status == "error" else None,
+        remote_parent=parent is not None,
     )
 
 
@@ -101,7 +102,7 @@ def node_span(
     end = max(result.finished_at_ms, start)
     status = "error" if isinstance(result, NodeAttemptFailed) else result.status
     record_metric("node", result.node_type, status, float(end - start))
-    if ctx is None or not ctx.sampled or runtime.current().tracer is None:
+    if ctx is None or not ctx.sampled or runtime.current().pipeline is None:
         return
     attributes: dict[str, Any] = {
         "heym.node.id": result.node_id,
@@ -111,7 +112,6 @@ def node_span(
         "heym.node.duration_ms": float(end - start),
         "heym.node.attempt": result.attempt,
         "heym.invocation.id": result.invocation_id,
-        "heym.run.id": run_id,
     }
     if usage is not None:
         attributes.update(usage.attributes())
@@ -223,6 +223,7 @@ def chat_span(
         f"chat {name}" if name else "chat",
         ctx,
         agent.span_id,
+        kind="client",
         start_ns=ms_ns(end_ms - elapsed),
         end_ns=ms_ns(end_ms),
         attributes=attributes,

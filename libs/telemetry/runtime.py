@@ -4,11 +4,8 @@ helper returns at its first line."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import logging
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -115,50 +112,16 @@ def parse_headers(raw: str) -> dict[str, str]:
     return headers
 
 
-_PRESET: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
-    "heym_span_ids", default=None
-)
-
-
-@contextlib.contextmanager
-def preset_ids(trace_id: int, span_id: int) -> Iterator[None]:
-    """The next span started in this block gets these ids (derived from the log, see
-    `libs.telemetry.context`) instead of random ones."""
-    token = _PRESET.set((trace_id, span_id))
-    try:
-        yield
-    finally:
-        _PRESET.reset(token)
-
-
-def _id_generator() -> Any:
-    from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
-
-    class DerivedIds(IdGenerator):
-        def __init__(self) -> None:
-            self._random = RandomIdGenerator()
-
-        def generate_span_id(self) -> int:
-            preset = _PRESET.get()
-            return preset[1] if preset else self._random.generate_span_id()
-
-        def generate_trace_id(self) -> int:
-            preset = _PRESET.get()
-            return preset[0] if preset else self._random.generate_trace_id()
-
-    return DerivedIds()
-
-
 @dataclass
 class Telemetry:
-    """One process's telemetry. `tracer is None` is the off path: nothing is built."""
+    """One process's telemetry. `pipeline is None` is the off path: nothing is built."""
 
     service: str = ""
     instance: str = ""
     enabled: bool = False
     disabled_reason: str | None = "HEYM_OTEL_ENABLED is false"
     exporting: Exporting | None = None
-    tracer: Any = None
+    pipeline: Any = None
     sampler: Any = None
     health: ExportHealth | None = None
     meters: Any = None
@@ -208,7 +171,6 @@ def _build(exporting: Exporting, *, service: str, instance: str, max_queue: int)
     # Imported here: a process with tracing off never loads the SDK's exporter stack.
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
@@ -220,6 +182,7 @@ def _build(exporting: Exporting, *, service: str, instance: str, max_queue: int)
         silence_exporter_logs,
     )
     from libs.telemetry.metrics import Meters
+    from libs.telemetry.pipeline import Pipeline
 
     health = ExportHealth(exporting.shown_endpoint, secrets=list(exporting.headers.values()))
     filters = silence_exporter_logs(health)
@@ -246,10 +209,7 @@ def _build(exporting: Exporting, *, service: str, instance: str, max_queue: int)
         schedule_delay_millis=exporting.delay_ms,
         max_export_batch_size=min(BATCH_SIZE, max_queue),
     )
-    provider = TracerProvider(
-        sampler=sampler, resource=resource, id_generator=_id_generator(), shutdown_on_exit=False
-    )
-    provider.add_span_processor(BoundedBatchProcessor(batch, queue))
+    pipeline = Pipeline(BoundedBatchProcessor(batch, queue), resource)
     meters = Meters.start(exporting, resource) if exporting.metrics else None
     telemetry = Telemetry(
         service=service,
@@ -257,12 +217,12 @@ def _build(exporting: Exporting, *, service: str, instance: str, max_queue: int)
         enabled=True,
         disabled_reason=None,
         exporting=exporting,
-        tracer=provider.get_tracer("heym", "0.1.0"),
+        pipeline=pipeline,
         sampler=sampler,
         health=health,
         meters=meters,
     )
-    telemetry._closers = [provider.shutdown, *([meters.shutdown] if meters else [])]
+    telemetry._closers = [pipeline.shutdown, *([meters.shutdown] if meters else [])]
 
     def unfilter() -> None:
         for logger, flt in filters:

@@ -38,42 +38,28 @@ def emit(
     attributes: Attributes,
     error: str | None = None,
     links: Sequence[TraceContext] = (),
+    kind: str = "internal",
+    remote_parent: bool = False,
 ) -> None:
     """Write one finished span with the ids of `ctx` under `parent_span_id` (None: a root).
 
     Returns at once when tracing is off or the run is not sampled: no span object is made."""
     telemetry = runtime.current()
-    if telemetry.tracer is None or ctx is None or not ctx.sampled:
+    if telemetry.pipeline is None or ctx is None or not ctx.sampled:
         return
-    from opentelemetry import trace
-    from opentelemetry.context import Context
-    from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, Status, StatusCode
-    from opentelemetry.trace import TraceFlags as Flags
-
-    sampled = Flags(Flags.SAMPLED)
-    parent: Context = Context()
-    if parent_span_id is not None:
-        remote = SpanContext(ctx.trace_id, parent_span_id, is_remote=True, trace_flags=sampled)
-        parent = trace.set_span_in_context(NonRecordingSpan(remote))
-    span_links = [
-        Link(SpanContext(link.trace_id, link.span_id, is_remote=True, trace_flags=sampled))
-        for link in links
-    ]
-    clean = {k: v for k, v in attributes.items() if v is not None}
-    with runtime.preset_ids(ctx.trace_id, ctx.span_id):
-        span = telemetry.tracer.start_span(
-            name,
-            context=parent,
-            attributes=clean,
-            links=span_links,
-            start_time=start_ns,
-            record_exception=False,
-            set_status_on_exception=False,
-        )
     telemetry.spans_started += 1
-    if error is not None:
-        span.set_status(Status(StatusCode.ERROR, error[:512]))
-    span.end(end_time=max(end_ns, start_ns))
+    telemetry.pipeline.write(
+        name,
+        ctx,
+        parent_span_id,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        attributes=attributes,
+        error=error,
+        links=links,
+        kind=kind,
+        remote_parent=remote_parent,
+    )
 
 
 def record_metric(kind: str, *args: Any) -> None:

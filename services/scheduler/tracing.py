@@ -4,6 +4,7 @@ when the run ends. Written after the append that records the end succeeded, so o
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from contracts.base import Event
@@ -15,9 +16,22 @@ from services.scheduler.domain.context import direct_inputs
 from services.scheduler.domain.state import RunState
 
 
+_known: OrderedDict[str, TraceContext | None] = OrderedDict()
+_KNOWN_MAX = 10_000
+
+
 def run_trace(run_id: str, request: RunRequested) -> TraceContext | None:
-    """The run's root context (recorded in its request, or derived like the gateway does)."""
-    return telemetry.run_context(run_id, request.run_traceparent, request.traceparent)
+    """The run's root context (recorded in its request, or derived like the gateway does),
+    remembered for the runs in hand: every decision's append carries it."""
+    if not telemetry.current().enabled:
+        return telemetry.run_context(run_id, request.run_traceparent, request.traceparent)
+    if run_id in _known:
+        return _known[run_id]
+    ctx = telemetry.run_context(run_id, request.run_traceparent, request.traceparent)
+    _known[run_id] = ctx
+    if len(_known) > _KNOWN_MAX:
+        _known.popitem(last=False)
+    return ctx
 
 
 def decided(before: RunState, after: RunState, events: list[Event]) -> None:
@@ -39,6 +53,7 @@ def decided(before: RunState, after: RunState, events: list[Event]) -> None:
                 after.run_id,
                 ev,
                 telemetry.node_context(run, after.run_id, ev.invocation_id),
+                parent_span_id=run.span_id if run is not None else None,
                 start_ms=_wait_started(before, ev),
                 inputs=_inputs(after, ev.node_id),
             )

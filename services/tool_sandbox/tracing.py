@@ -18,4 +18,11 @@ def node_ran(
 ) -> None:
     if not telemetry.current().enabled:
         return
-    telemetry.node_span(env.run_id, result, span, inputs=ev.inputs)
+    parent = TraceContext.parse(env.traceparent)  # the run's span, named by the dispatch
+    telemetry.node_span(
+        env.run_id,
+        result,
+        span,
+        parent_span_id=parent.span_id if parent is not None else None,
+        inputs=ev.inputs,
+    )

@@ -7,7 +7,13 @@ import importlib
 import logging
 import sys
 
-from tests.bench import agent_bench, eventlog_bench, expressions_bench, workflow_bench
+from tests.bench import (
+    agent_bench,
+    eventlog_bench,
+    expressions_bench,
+    tracing_bench,
+    workflow_bench,
+)
 from tests.bench.harness import Figure, report, write_json
 
 SUITES = {
@@ -15,6 +21,7 @@ SUITES = {
     "workflow": workflow_bench.run,
     "agent": agent_bench.run,
     "expressions": expressions_bench.run,
+    "tracing": tracing_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
 OPTIONAL = {"peers": "tests.bench.peers_bench"}

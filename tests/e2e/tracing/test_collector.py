@@ -104,9 +104,11 @@ async def test_ratio_zero_exports_nothing_unless_the_caller_sampled(
             sampled = await run(system, key, wid, traceparent=SAMPLED_CALLER)
             await eventually(lambda: receiver.run_span(sampled), timeout=30)
             await eventually(lambda: len(receiver.trace(SAMPLED_CALLER.split("-")[1])) >= 5)
-            traced = {s.attributes.get("heym.run.id") for s in receiver.spans}
-    assert traced == {sampled}
-    assert not set(unsampled) & traced
+            traced = {s.trace_id for s in receiver.spans}
+            roots = {s.attributes["heym.run.id"] for s in receiver.named("heym.workflow.execute")}
+    assert traced == {SAMPLED_CALLER.split("-")[1]}
+    assert roots == {sampled}
+    assert not set(unsampled) & roots
 
 
 async def test_a_bad_endpoint_leaves_tracing_off_and_the_service_up(

@@ -58,7 +58,7 @@ async def test_inbound_traceparent_makes_the_run_a_child_of_the_caller(
                 s
                 for s in receiver.trace(CALLER_TRACE)
                 if s.attributes.get("heym.node.label") == "call"
-                and s.attributes.get("heym.run.id") == run_id
+                and s.parent_span_id == root.span_id
             ),
             None,
         ),

@@ -33,15 +33,15 @@ def clean() -> Iterator[None]:
 
 @pytest.fixture
 def span_objects(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Every SDK span constructed in this process while the test runs."""
+    """Every SDK span (live `Span` or `ReadableSpan` record) made while the test runs."""
     made: list[Any] = []
-    original = sdk_trace.Span.__init__
+    original = sdk_trace.ReadableSpan.__init__
 
     def counting(self: Any, *args: Any, **kwargs: Any) -> None:
         made.append(self)
         original(self, *args, **kwargs)
 
-    monkeypatch.setattr(sdk_trace.Span, "__init__", counting)
+    monkeypatch.setattr(sdk_trace.ReadableSpan, "__init__", counting)
     return made
 
 
