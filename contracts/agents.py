@@ -63,6 +63,8 @@ class AgentStarted(Event, tag="agent.started", frozen=True):
     max_tool_iterations: int = 30
     depth: int = 0
     started_at_ms: int = 0
+    # Time spent listing the MCP servers' tools (`timing_breakdown.mcp_list_ms`).
+    mcp_list_ms: float = 0.0
 
 
 class LlmCallRecorded(Event, tag="agent.llm_call", frozen=True):

@@ -12,11 +12,12 @@ stop the call (kill its process); the cancelled agent records its own end either
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
 from contracts.base import Event
+from contracts.subjects import query
 
 SandboxSource = Literal["python", "skill", "mcp", "node_tool"]
 
@@ -64,3 +65,41 @@ class SandboxToolCancelled(Event, tag="tool.cancelled", frozen=True):
 
 
 SANDBOX_TOOL_EVENTS: tuple[type[Event], ...] = (SandboxToolDispatched, SandboxToolCancelled)
+
+# Listing an agent's MCP tools at its start (a query: no side effect, so request/reply). The
+# sandbox answers from its warm sessions; a server that fails is skipped with its reason.
+MCP_LIST_SUBJECT: Final = query("tool_sandbox", "mcp_list_tools")
+
+
+class McpListRequest(msgspec.Struct, kw_only=True):
+    owner_id: str
+    # Each as `McpServer.dispatch_form()` (libs/tools): inline settings, or a stored id.
+    connections: list[dict[str, Any]]
+    timeout_s: float = 30.0
+
+
+class McpListReply(msgspec.Struct, kw_only=True):
+    tools: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    # server name -> why it was skipped
+    errors: dict[str, str] = msgspec.field(default_factory=dict)
+    elapsed_ms: float = 0.0
+
+
+# Core (not stored) broadcast between sandbox replicas: "cancel this call if you run it".
+TOOL_CANCEL_BROADCAST: Final = "heym.svc.tool_sandbox.cancel"
+
+
+# The sandbox holds no database URL and no secret key: it asks the agent runtime (which
+# decrypts stored credentials) for a stored MCP connection, secrets included, over core NATS
+# (never written to the log).
+MCP_CONNECTION_SUBJECT: Final = query("agent_runtime", "mcp_connection")
+
+
+class McpConnectionRequest(msgspec.Struct, kw_only=True):
+    owner_id: str
+    connection_id: str
+
+
+class McpConnectionReply(msgspec.Struct, kw_only=True):
+    # `McpServer.dispatch_form()` with headers and env; None when the owner has no such one
+    connection: dict[str, Any] | None = None

@@ -46,6 +46,18 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
     stream_replicas: int = 1
+    # Tool sandbox (per replica): calls in flight, and how many of them one user may hold;
+    # skill/Python-tool processes at once, and per user. Fair: users take turns for slots.
+    sandbox_concurrency: int = 64
+    sandbox_user_concurrency: int = 16
+    sandbox_processes: int = 8
+    sandbox_user_processes: int = 2
+    # bubblewrap: auto (use it where installed), require (refuse to start without), off
+    sandbox_bubblewrap: str = "auto"
+    # skills: auto (uv run when a skill declares PEP 723 dependencies), uv (always), python
+    skill_runner: str = "auto"
+    # first of the unprivileged user ids the sandbox gives its processes when run as root
+    sandbox_uid_base: int = 61000
     # OpenTelemetry (the seed's `HEYM_OTEL_*` table; `libs/telemetry` reads these). The
     # headers hold exporter credentials: they are sent to the collector and never logged,
     # stored or returned by an API.
@@ -102,6 +114,15 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return allowed[0]
+    if raw not in allowed:
+        raise SettingsError(f"{name} must be one of {', '.join(allowed)}, got {raw!r}")
+    return raw
+
+
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = env.get(name, "").strip().lower()
     if raw == "":
@@ -153,6 +174,13 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         ),
         duplicate_window_s=_float(env, "HEYM_DUPLICATE_WINDOW_S", 600.0),
         stream_replicas=_int(env, "HEYM_STREAM_REPLICAS", 1, lo=1, hi=5),
+        sandbox_concurrency=_int(env, "HEYM_SANDBOX_CONCURRENCY", 64, lo=1, hi=4096),
+        sandbox_user_concurrency=_int(env, "HEYM_SANDBOX_USER_CONCURRENCY", 16, lo=1, hi=4096),
+        sandbox_processes=_int(env, "HEYM_SANDBOX_PROCESSES", 8, lo=1, hi=512),
+        sandbox_user_processes=_int(env, "HEYM_SANDBOX_USER_PROCESSES", 2, lo=1, hi=512),
+        sandbox_bubblewrap=_choice(env, "HEYM_SANDBOX_BUBBLEWRAP", ("auto", "require", "off")),
+        skill_runner=_choice(env, "HEYM_SKILL_RUNNER", ("auto", "uv", "python")),
+        sandbox_uid_base=_int(env, "HEYM_SANDBOX_UID_BASE", 61000, lo=1000, hi=2**31 - 70000),
         otel_enabled=_bool(env, "HEYM_OTEL_ENABLED", False),
         otel_endpoint=text("HEYM_OTEL_EXPORTER_OTLP_ENDPOINT") or "",
         otel_headers=text("HEYM_OTEL_EXPORTER_OTLP_HEADERS") or "",

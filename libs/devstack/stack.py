@@ -202,9 +202,11 @@ class Stack:
                 if name == "gateway"
                 else subjects.health(name)
             )
-            rows.append(
-                (name, str(child.pid), address, health[name].state if name in health else "?")
-            )
+            state = "?"
+            if name in health:
+                # e.g. the tool sandbox's "sandbox: bubblewrap" or "sandbox: rlimits only"
+                state = ", ".join([health[name].state, *health[name].details.values()])
+            rows.append((name, str(child.pid), address, state))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = [
             "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows

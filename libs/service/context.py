@@ -55,6 +55,7 @@ class ServiceContext:
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._consumers: list[WorkConsumer] = []
         self._responders: list[tuple[str, Callable[[Msg], Awaitable[None]]]] = []
+        self._broadcasts: list[tuple[str, Callable[[Msg], Awaitable[None]]]] = []
         self.broker.subscriber(subjects.health(service), include_in_schema=False)(self._health)
 
     async def _health(self) -> bytes:
@@ -106,6 +107,10 @@ class ServiceContext:
         """A core request/reply responder (queue group per service), started with the consumers."""
         self._responders.append((subject, handler))
 
+    def add_broadcast(self, subject: str, handler: Callable[[Msg], Awaitable[None]]) -> None:
+        """A core subscription every replica receives (no queue group), started with the rest."""
+        self._broadcasts.append((subject, handler))
+
     def add_consumer(self, consumer: WorkConsumer) -> None:
         """Start `consumer` once the context is open; stop it first when the service stops."""
         consumer.backoff_s = self.settings.redelivery_backoff_s
@@ -116,6 +121,8 @@ class ServiceContext:
             await consumer.start(self.event_log)
         for subject, handler in self._responders:
             await self.nc.subscribe(subject, queue=f"{self.service}-responders", cb=handler)
+        for subject, handler in self._broadcasts:
+            await self.nc.subscribe(subject, cb=handler)
 
     def ready(self) -> None:
         self.state = "healthy"

@@ -1,7 +1,8 @@
 """A real HTTP server for tests and benchmarks of HTTP nodes: counts, delays, failures.
 
 Paths: `/echo` (the request back as JSON), `/delay/<ms>`, `/count/<name>` (how many times it
-was called), `/hang-first/<name>` (the first call never answers, later ones do).
+was called), `/hang-first/<name>` (the first call never answers, later ones do),
+`/gate/<name>` (answers once the test calls `open_gate(name)`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ class HttpTarget:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
         self.url = ""
+        self._gates: dict[str, asyncio.Event] = {}
+
+    def open_gate(self, name: str) -> None:
+        self._gates.setdefault(name, asyncio.Event()).set()
 
     async def start(self) -> HttpTarget:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
@@ -112,6 +117,9 @@ class HttpTarget:
             return 200, {"name": name, "count": self.counts[path]}
         if parts[:1] == ["hang-first"] and self.counts[path] == 1:
             await asyncio.sleep(3600)
+        if parts[:1] == ["gate"]:
+            await self._gates.setdefault(name, asyncio.Event()).wait()
+            return 200, {"gate": name}
         if parts[:1] == ["big"]:
             return 200, {"data": "x" * int(name)}
         if parts[:1] == ["status"]:

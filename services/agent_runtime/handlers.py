@@ -16,11 +16,14 @@ from contracts import subjects
 from contracts.agents import AgentRequested, SubAgentDispatched
 from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
+from contracts.tools import MCP_CONNECTION_SUBJECT
 from libs.secrets import SecretBox
 from libs.secrets.credentials import ResolvedCredential, load_credential
 from libs.service import ServiceContext
 from libs.service.failures import fail_dispatches
 from libs.service.work import WorkConsumer
+from libs.tools import connection_query
+from libs.tools.agent_tools import AgentToolSource
 from services.agent_runtime.actors import InvocationRegistry
 from services.agent_runtime.effects import Effects
 from services.agent_runtime.model import ModelClients
@@ -64,10 +67,21 @@ def register(ctx: ServiceContext) -> None:
     async def resolve(credential_id: str, owner_id: str) -> ResolvedCredential | None:
         return await load_credential(ctx.pool, box, credential_id, owner_id)
 
+    async def mcp_connection(msg: Msg) -> None:
+        # the tool sandbox holds no database URL and no secret key: it asks here
+        await msg.respond(await connection_query.answer(ctx.pool, box, msg.data))
+
+    ctx.add_responder(MCP_CONNECTION_SUBJECT, mcp_connection)
+
     def get_registry() -> InvocationRegistry:
         nonlocal registry
         if registry is None:
-            services = Services(models=models, resolve=resolve, effects=Effects(ctx.event_log))
+            services = Services(
+                models=models,
+                resolve=resolve,
+                effects=Effects(ctx.event_log),
+                tools=AgentToolSource(ctx.pool, ctx.nc),
+            )
             registry = InvocationRegistry(
                 ctx.event_log,
                 services,

@@ -85,6 +85,21 @@ def records_in_order(state: AgentState) -> list[dict[str, Any]]:
     return out
 
 
+def skills_used(state: AgentState) -> list[str]:
+    """The skills the agent actually invoked, in first-use order (§4.2 step 9)."""
+    names: dict[str, None] = {}
+    skill_names = {
+        t["name"]: str((t.get("meta") or {}).get("skill", {}).get("name") or t["name"])
+        for t in (state.started.tools if state.started is not None else [])
+        if t.get("source") == "skill"
+    }
+    for turn in state.turns:
+        for result in turn.results.values():
+            if result.source == "skill":
+                names[skill_names.get(result.name, result.name)] = None
+    return list(names)
+
+
 def agent_output(
     state: AgentState, text: str, *, model: str, parsed: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -97,6 +112,7 @@ def agent_output(
         llm_ms += turn.llm.elapsed_ms
         fallback = fallback or turn.llm.fallback_used
     records = records_in_order(state)
+    mcp_list_ms = state.started.mcp_list_ms if state.started is not None else 0.0
     sub_agent_ms = 0.0
     other_ms = 0.0
     for turn in state.turns:
@@ -112,10 +128,15 @@ def agent_output(
             "timing_breakdown": {
                 "llm_ms": llm_ms,
                 "tools_ms": sub_agent_ms + other_ms,
-                "mcp_list_ms": 0.0,
+                "mcp_list_ms": mcp_list_ms,
             },
         }
     )
+    if state.started is not None and state.started.mcp_list_ms:
+        output["mcp_list_ms"] = mcp_list_ms
+    used = skills_used(state)
+    if used:
+        output["skills_used"] = used
     if records:
         output["tool_calls"] = sanitize_tool_records(records)
         output["tool_metrics"] = tool_metrics(records)

@@ -22,11 +22,14 @@ from services.gateway.event_docs import EventDocsController
 from services.gateway.execute import ExecuteController
 from services.gateway.execution_tokens import ExecutionTokenController
 from services.gateway.expressions_api import ExpressionController
+from services.gateway.files import FileController
 from services.gateway.global_variables import GlobalVariableController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
+from services.gateway.mcp_connections import McpConnectionController
 from services.gateway.observability import ObservabilityController
 from services.gateway.schedules_api import ScheduleController
+from services.gateway.skills import SkillController
 from services.gateway.traces import TraceController
 from services.gateway.workflows import WorkflowController
 
@@ -72,6 +75,9 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             HistoryController,
             ExpressionController,
             TraceController,
+            SkillController,
+            FileController,
+            McpConnectionController,
             ScheduleController,
             ExecutionTokenController,
             GlobalVariableController,

@@ -15,7 +15,6 @@ from libs.telemetry import TraceContext
 from services.scheduler.domain.context import direct_inputs
 from services.scheduler.domain.state import RunState
 
-
 _known: OrderedDict[str, TraceContext | None] = OrderedDict()
 _KNOWN_MAX = 10_000
 

@@ -11,6 +11,7 @@ from tests.bench import (
     agent_bench,
     eventlog_bench,
     expressions_bench,
+    sandbox_bench,
     tracing_bench,
     workflow_bench,
 )
@@ -20,6 +21,7 @@ SUITES = {
     "eventlog": eventlog_bench.run,
     "workflow": workflow_bench.run,
     "agent": agent_bench.run,
+    "sandbox": sandbox_bench.run,
     "expressions": expressions_bench.run,
     "tracing": tracing_bench.run,
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import uuid
 from pathlib import Path
@@ -59,6 +60,10 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
             line.startswith("traces") and "off (set HEYM_OTEL_ENABLED=true" in line
             for line in stack.output
         ), stack.output
+        # the status table says how the tool sandbox contains what it runs
+        (sandbox_row,) = [line for line in stack.output if line.startswith("tool_sandbox ")]
+        expected = "sandbox: bubblewrap" if shutil.which("bwrap") else "sandbox: rlimits only"
+        assert expected in sandbox_row, sandbox_row
         # with no model credential of its own, the admin gets the offline demo model
         async with httpx.AsyncClient(base_url=stack.base_url, headers={"X-MCP-Key": API_KEY}) as c:
             creds = (await c.get("/api/credentials")).json()

@@ -9,6 +9,7 @@ from typing import Any
 
 from contracts.base import Event
 from libs.secrets.credentials import ResolvedCredential
+from libs.tools.agent_tools import AgentToolSource
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import AgentState
 from services.agent_runtime.effects import Effects
@@ -38,6 +39,8 @@ class Services:
     models: ModelClients
     resolve: Resolve
     effects: Effects
+    # stored skills and MCP tools (libs/tools); None where no database is at hand (tests)
+    tools: AgentToolSource | None = None
 
 
 @dataclass

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from contracts.agents import AgentStarted
 from services.agent_runtime.prompts import PromptError, build_messages, skills_prefix
 from services.agent_runtime.steps.context import AgentFailed, StepContext, now_ms
 from services.agent_runtime.tools.catalog import build_tools
+
+log = logging.getLogger(__name__)
 
 
 async def start(ctx: StepContext) -> None:
@@ -17,11 +20,28 @@ async def start(ctx: StepContext) -> None:
         raise AgentFailed("No credential or model configured", retryable=False)
     if data.get("jsonOutputEnabled") and data.get("hitlEnabled"):
         raise AgentFailed("JSON output cannot be combined with human review", retryable=False)
+    prepared = None
+    if ctx.services.tools is not None and call.node_type != "llm":
+        # stored skills (`{id}`) filled in, MCP servers listed (a failing one is skipped)
+        prepared = await ctx.services.tools.prepare(
+            call.owner_id, data, default_timeout_s=_float(data.get("toolTimeoutSeconds"), 30.0)
+        )
+        for problem in prepared.problems:
+            log.warning("agent %s: %s", call.node_label, problem)
+        data = {**data, "skills": prepared.skills}
     try:
         messages = build_messages(call, skills_text=skills_prefix(data))
     except PromptError as exc:
         raise AgentFailed(str(exc), retryable=False) from None
-    tools = [] if call.node_type == "llm" else build_tools(call)
+    tools = (
+        []
+        if call.node_type == "llm"
+        else build_tools(
+            call,
+            skills=data.get("skills"),
+            mcp_tools=prepared.mcp_tools if prepared is not None else [],
+        )
+    )
     await ctx.record(
         [
             AgentStarted(
@@ -45,9 +65,17 @@ async def start(ctx: StepContext) -> None:
                 max_tool_iterations=_int(data.get("maxToolIterations"), 30),
                 depth=call.agent_depth,
                 started_at_ms=now_ms(),
+                mcp_list_ms=prepared.mcp_list_ms if prepared is not None else 0.0,
             )
         ]
     )
+
+
+def _float(value: Any, default: float) -> float:
+    try:
+        return float(value) if value else default
+    except (TypeError, ValueError):
+        return default
 
 
 def _int(value: Any, default: int) -> int:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from contracts.workflows import TARGET_TOOL_INPUT
+from libs.tools.agent_tools import mcp_call_meta
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.tools.spec import ToolSpec, object_schema
 
@@ -31,7 +32,14 @@ def slug(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_") or "tool"
 
 
-def build_tools(call: AgentCall) -> list[ToolSpec]:
+def build_tools(
+    call: AgentCall,
+    *,
+    skills: Any = None,
+    mcp_tools: list[dict[str, Any]] | None = None,
+) -> list[ToolSpec]:
+    """`skills` overrides the node's (stored ones resolved); `mcp_tools` as listed by
+    `libs.tools.agent_tools.list_mcp_tools`."""
     data = call.data
     tools: list[ToolSpec] = []
     for t in data.get("tools") or []:
@@ -61,7 +69,7 @@ def build_tools(call: AgentCall) -> list[ToolSpec]:
                 ),
             )
         )
-    for skill in data.get("skills") or []:
+    for skill in (data.get("skills") if skills is None else skills) or []:
         if not isinstance(skill, dict):
             continue
         files = skill.get("files") or []
@@ -76,6 +84,16 @@ def build_tools(call: AgentCall) -> list[ToolSpec]:
                     meta={"skill": skill},
                 )
             )
+    for tool in mcp_tools or []:  # §4.2 step 6.4, after the skills
+        tools.append(
+            ToolSpec(
+                name=str(tool.get("name")),
+                source="mcp",
+                description=str(tool.get("description") or ""),
+                parameters=_parameters(tool.get("parameters")),
+                meta=mcp_call_meta(tool),
+            )
+        )
     tools.extend(_node_tools(call))
     labels = [str(x) for x in data.get("subAgentLabels") or []]
     if data.get("isOrchestrator") and labels:

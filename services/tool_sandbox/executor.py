@@ -1,0 +1,154 @@
+"""`ToolExecutor`: runs one dispatched agent tool call by its source and returns its outcome.
+
+Sources: `python` (a Python tool), `skill`, `mcp`, and `node_tool` (a canvas `http` node run
+as a tool). The call's `timeout_s` is always enforced here as well, with a short grace for
+the executor's own clean-up, so no call holds a slot past it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from contracts.tools import SandboxToolDispatched
+from libs.expressions import ExpressionError, build_context
+from services.tool_sandbox.http_node import HttpNodeError, execute_http
+from services.tool_sandbox.mcp.client import McpClient
+from services.tool_sandbox.outcome import Outcome
+from services.tool_sandbox.python_tools import PythonToolRunner
+from services.tool_sandbox.skills import SkillRunner
+
+PROCESS_SOURCES = frozenset({"python", "skill"})
+GRACE_S = 10.0
+# A workflow's own timeouts (`toolTimeoutSeconds`, a skill's `timeoutSeconds`) are capped:
+# one call never holds a slot (and a user's share) for longer than this.
+MAX_TIMEOUT_S = 900.0
+
+# (owner, run, tool_call_id) -> stores a workspace's output files, rewrites the result
+PublisherFactory = Callable[[str, str, str], Callable[[Path, Any], Awaitable[Any]]]
+
+
+def _bounded(seconds: float) -> float:
+    if seconds != seconds:  # NaN
+        return 30.0
+    return min(max(0.1, float(seconds)), MAX_TIMEOUT_S)
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        raise ValueError(f"Invalid JSON arguments: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError("Arguments must be a JSON object")
+    return value
+
+
+class ToolExecutor:
+    def __init__(
+        self,
+        *,
+        skills: SkillRunner,
+        python_tools: PythonToolRunner,
+        mcp: McpClient,
+        http: httpx.AsyncClient,
+        publisher: PublisherFactory,
+    ) -> None:
+        self.skills = skills
+        self.python_tools = python_tools
+        self.mcp = mcp
+        self.http = http
+        self.publisher = publisher
+
+    async def run(
+        self, run_id: str, ev: SandboxToolDispatched, slot: int, traceparent: str | None = None
+    ) -> Outcome:
+        try:
+            args = _arguments(ev.arguments)
+        except ValueError as exc:
+            return Outcome.error(f"{exc} for {ev.name}")
+        timeout = _bounded(ev.timeout_s or 30.0)
+        try:
+            async with asyncio.timeout(self._budget(ev, timeout) + GRACE_S):
+                return await self._by_source(run_id, ev, args, timeout, slot, traceparent)
+        except TimeoutError:
+            return Outcome.error(f"tool {ev.name!r} timed out after {timeout:g}s", status="timeout")
+
+    @staticmethod
+    def _budget(ev: SandboxToolDispatched, timeout: float) -> float:
+        if ev.source == "skill":
+            skill = ev.meta.get("skill") or {}
+            try:
+                return _bounded(float(skill.get("timeoutSeconds") or timeout))
+            except (TypeError, ValueError):
+                return timeout
+        return timeout
+
+    async def _by_source(
+        self,
+        run_id: str,
+        ev: SandboxToolDispatched,
+        args: dict[str, Any],
+        timeout: float,
+        slot: int,
+        traceparent: str | None,
+    ) -> Outcome:
+        if ev.source == "python":
+            code = ev.meta.get("code")
+            return await self.python_tools.run(
+                ev.name, str(code or ""), args, timeout_s=timeout, slot=slot
+            )
+        if ev.source == "skill":
+            skill = ev.meta.get("skill")
+            if not isinstance(skill, dict):
+                return Outcome.error(f"skill tool {ev.name!r} has no skill")
+            publish = self.publisher(ev.owner_id, run_id, ev.tool_call_id)
+            return await self.skills.run(
+                skill,
+                args,
+                timeout_s=self._budget(ev, timeout),
+                slot=slot,
+                publish=publish,
+            )
+        if ev.source == "mcp":
+            server = ev.meta.get("server")
+            if not isinstance(server, dict):
+                return Outcome.error(f"MCP tool {ev.name!r} names no server")
+            tool = str(ev.meta.get("tool") or ev.name)
+            return await self.mcp.call(ev.owner_id, server, tool, args, timeout)
+        if ev.source == "node_tool":
+            return await self._node_tool(ev, traceparent)
+        return Outcome.error(f"the tool sandbox cannot run {ev.source!r} tools")
+
+    async def _node_tool(self, ev: SandboxToolDispatched, traceparent: str | None) -> Outcome:
+        node = ev.meta.get("node") or {}
+        ntype = str(node.get("type") or "")
+        extra = {"node_id": node.get("id"), "node_type": ntype}
+        if ntype != "http":
+            return Outcome.error(f"the tool sandbox cannot run {ntype!r} nodes", extra=extra)
+        data = node.get("data")
+        ctx = build_context(
+            ev.meta.get("inputs") or {},
+            ev.meta.get("upstream") or {},
+            vars=ev.meta.get("vars") or {},
+            global_vars=ev.meta.get("globals") or {},
+            now=datetime.fromtimestamp((ev.dispatched_at_ms or 0) / 1000, UTC),
+            timezone=ev.timezone or "UTC",
+        )
+        try:
+            output = await execute_http(
+                dict(data) if isinstance(data, dict) else {},
+                ctx,
+                client=self.http,
+                idempotency_key=ev.idempotency_key,
+                traceparent=traceparent,
+            )
+        except (HttpNodeError, ExpressionError, ValueError) as exc:
+            return Outcome.error(str(exc), extra=extra)
+        return Outcome(result=output, extra=extra)
