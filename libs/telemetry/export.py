@@ -77,7 +77,7 @@ class ExportHealth:
             self.dropped += 1
 
     def skipped(self, count: int) -> None:
-        """A batch dropped unsent while the collector is failing (see `GuardedExporter`)."""
+        """A batch dropped unsent (the service stopped while the collector failed)."""
         with self._lock:
             self.dropped += count
 
@@ -105,11 +105,16 @@ def silence_exporter_logs(health: ExportHealth) -> list[tuple[logging.Logger, lo
     return installed
 
 
+# A collector back after an outage gets spans again within this long.
+MAX_BACKOFF_S = 10.0
+
+
 class GuardedExporter(SpanExporter):
     """Wraps the OTLP exporter: frees queue room as batches leave, records every outcome,
-    and while the collector fails, tries it again only after a back-off (doubling up to a
-    minute): the batches in between are dropped (counted) without being encoded, so a
-    collector that is down costs the service next to nothing."""
+    and while the collector fails, waits (on the exporter's own thread) before trying again,
+    doubling up to `MAX_BACKOFF_S`. Meanwhile spans wait in the bounded queue, and those that
+    do not fit are dropped (counted) before anything is encoded, so a collector that is down
+    costs the service next to nothing and gets the queued spans when it is back."""
 
     def __init__(self, inner: SpanExporter, health: ExportHealth, queue: BoundedQueue) -> None:
         self._inner = inner
@@ -117,12 +122,15 @@ class GuardedExporter(SpanExporter):
         self._queue = queue
         self._backoff_s = 0.0
         self._retry_at = 0.0
+        self._stopping = threading.Event()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        self._queue.left(len(spans))
-        if self._backoff_s and time.monotonic() < self._retry_at:
-            self._health.skipped(len(spans))
+        wait = self._retry_at - time.monotonic()
+        if self._backoff_s and wait > 0 and self._stopping.wait(wait):
+            self._queue.left(len(spans))
+            self._health.skipped(len(spans))  # stopping: no time left to try again
             return SpanExportResult.FAILURE
+        self._queue.left(len(spans))
         try:
             result = self._inner.export(spans)
         except Exception as exc:  # the exporter must never take the worker thread down
@@ -136,11 +144,16 @@ class GuardedExporter(SpanExporter):
         if result is SpanExportResult.SUCCESS:
             self._backoff_s = 0.0
         else:
-            self._backoff_s = min(max(1.0, self._backoff_s * 2), 60.0)
+            self._backoff_s = min(max(1.0, self._backoff_s * 2), MAX_BACKOFF_S)
             self._retry_at = time.monotonic() + self._backoff_s
         return result
 
+    def stop_waiting(self) -> None:
+        """No more back-off: the service is stopping (the queue is flushed or given up)."""
+        self._stopping.set()
+
     def shutdown(self) -> None:
+        self._stopping.set()
         self._inner.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -176,9 +189,12 @@ class BoundedQueue:
 class BoundedBatchProcessor(SpanProcessor):
     """The SDK's batch processor (background thread, batches) behind `BoundedQueue`."""
 
-    def __init__(self, inner: BatchSpanProcessor, queue: BoundedQueue) -> None:
+    def __init__(
+        self, inner: BatchSpanProcessor, queue: BoundedQueue, exporter: GuardedExporter
+    ) -> None:
         self._inner = inner
         self._queue = queue
+        self._exporter = exporter
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         return None
@@ -190,6 +206,7 @@ class BoundedBatchProcessor(SpanProcessor):
             self._inner.on_end(span)
 
     def shutdown(self) -> None:
+        self._exporter.stop_waiting()
         self._inner.shutdown()  # type: ignore[no-untyped-call]
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:

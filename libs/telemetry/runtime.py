@@ -209,7 +209,7 @@ def _build(exporting: Exporting, *, service: str, instance: str, max_queue: int)
         schedule_delay_millis=exporting.delay_ms,
         max_export_batch_size=min(BATCH_SIZE, max_queue),
     )
-    pipeline = Pipeline(BoundedBatchProcessor(batch, queue), resource)
+    pipeline = Pipeline(BoundedBatchProcessor(batch, queue, exporter), resource)
     meters = Meters.start(exporting, resource) if exporting.metrics else None
     telemetry = Telemetry(
         service=service,
