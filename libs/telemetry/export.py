@@ -229,3 +229,27 @@ def join_within(target: object, seconds: float) -> bool:
     threading.Thread(target=call, name="heym-telemetry-shutdown", daemon=True).start()
     deadline = time.monotonic() + seconds
     return done.wait(max(0.0, deadline - time.monotonic()))
+
+
+def fast_exporter(endpoint: str, headers: dict[str, str], timeout: float) -> SpanExporter:
+    """The SDK's OTLP/HTTP span exporter, encoding Heym's spans with `encoding` (its HTTP
+    client, retries and timeouts unchanged). Should the exporter's internals change (its
+    `_client`), or a span not fit the hand encoder, the exporter's own path is used."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from libs.telemetry.encoding import Unencodable, encode_request
+
+    class HeymSpanExporter(OTLPSpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            client = getattr(self, "_client", None)
+            if client is None or getattr(self, "_shutdown", False):
+                return super().export(spans)
+            try:
+                data = encode_request(spans)
+            except Unencodable:
+                return super().export(spans)
+            outcome = client.export(data)
+            ok = bool(getattr(outcome, "success", False))
+            return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    return HeymSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout)

@@ -169,7 +169,6 @@ def configure(
 
 def _build(exporting: Exporting, *, service: str, instance: str, max_queue: int) -> Telemetry:
     # Imported here: a process with tracing off never loads the SDK's exporter stack.
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
@@ -179,6 +178,7 @@ def _build(exporting: Exporting, *, service: str, instance: str, max_queue: int)
         BoundedQueue,
         ExportHealth,
         GuardedExporter,
+        fast_exporter,
         silence_exporter_logs,
     )
     from libs.telemetry.metrics import Meters
@@ -197,11 +197,7 @@ def _build(exporting: Exporting, *, service: str, instance: str, max_queue: int)
     sampler = ParentBased(TraceIdRatioBased(exporting.ratio))
     queue = BoundedQueue(max_queue, health)
     exporter = GuardedExporter(
-        OTLPSpanExporter(
-            endpoint=exporting.traces_url, headers=exporting.headers, timeout=EXPORT_TIMEOUT_S
-        ),
-        health,
-        queue,
+        fast_exporter(exporting.traces_url, exporting.headers, EXPORT_TIMEOUT_S), health, queue
     )
     batch = BatchSpanProcessor(
         exporter,
