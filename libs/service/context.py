@@ -167,6 +167,7 @@ def _telemetry_details() -> dict[str, str]:
         out["otel_exporter"] = str(status["exporter"])
         out["otel_dropped_spans"] = str(status["dropped_spans"])
         out["otel_exported_spans"] = str(status["exported_spans"])
+        out["otel_failed_exports"] = str(status["failed_exports"])
     if status.get("last_error"):
         out["otel_last_error"] = str(status["last_error"])[:300]
     if status.get("disabled_reason") and status["disabled_reason"] != "HEYM_OTEL_ENABLED is false":

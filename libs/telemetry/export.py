@@ -34,6 +34,7 @@ class ExportHealth:
         self.state = "idle"  # idle (nothing sent yet) | ok | failing
         self.exported = 0
         self.failed = 0
+        self.failures = 0  # failed export attempts
         self.dropped = 0
         self.started = 0
         self.last_error: str | None = None
@@ -60,6 +61,7 @@ class ExportHealth:
         reason = self.scrub(why) if why else (self._reason or "the collector refused the batch")
         with self._lock:
             self.failed += count
+            self.failures += 1
             first = self.state != "failing"
             self.state = "failing"
             self.last_error = reason

@@ -298,6 +298,7 @@ def status() -> dict[str, Any]:
             exporter=h.state,
             exported_spans=h.exported,
             failed_spans=h.failed,
+            failed_exports=h.failures,
             dropped_spans=h.dropped,
             last_error=h.last_error,
         )

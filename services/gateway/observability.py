@@ -28,6 +28,7 @@ class ExporterState(msgspec.Struct, frozen=True, kw_only=True):
     spans_started: int = 0
     exported_spans: int = 0
     dropped_spans: int = 0
+    failed_exports: int = 0
     last_error: str | None = None
     disabled_reason: str | None = None
 
@@ -59,6 +60,7 @@ async def _exporter(state: State, service: str) -> ExporterState:
         spans_started=int(details.get("otel_spans", "0")),
         exported_spans=int(details.get("otel_exported_spans", "0")),
         dropped_spans=int(details.get("otel_dropped_spans", "0")),
+        failed_exports=int(details.get("otel_failed_exports", "0")),
         last_error=details.get("otel_last_error"),
     )
 
