@@ -79,8 +79,13 @@ async def test_a_hanging_or_down_collector_never_holds_up_a_run(
             for _ in range(15):
                 await run(system, key, wid)
             scheduler_log = system.children["scheduler"].log_path
-            # the exporter has failed again and again (it retries after a back-off)
-            await eventually(lambda: failed_exports(system, key, at_least=3), timeout=60)
+            # runs go on, and the exporter fails again and again (it retries after a back-off)
+
+            async def failing_again() -> bool:
+                await run(system, key, wid)
+                return await failed_exports(system, key, at_least=3)
+
+            await eventually(failing_again, timeout=90, interval=0.5)
             # Up again: spans flow, and the recovery is logged once as well.
             receiver = OtlpReceiver(receiver.port)
             receiver.start()
