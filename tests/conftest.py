@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -11,6 +13,14 @@ from nats.aio.client import Client as NATS
 
 from libs.eventlog import EventLog
 from libs.testing import infra
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One temp root per checkout: pytest's shared `/tmp/pytest-of-<user>` lets a session in
+    another checkout remove this one's directories (and its NATS and Postgres with them)."""
+    if config.option.basetemp is None:
+        checkout = hashlib.sha1(str(config.rootpath).encode()).hexdigest()[:10]
+        config.option.basetemp = str(Path(tempfile.gettempdir()) / f"heym-pytest-{checkout}")
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     execute_timeout_s: float = 300.0
     # How long one model request may take (Heym: 60 s).
     model_timeout_s: float = 60.0
+    # An `http` node's request without `-m` (Heym: 300 s), and the largest response body.
+    http_timeout_s: float = 30.0
+    http_max_response_bytes: int = 5 * 1024 * 1024
     # Retries of a failed model request (429, 5xx, timeout) inside one agent invocation,
     # before the node's own retry policy applies.
     model_retries: int = 3
@@ -165,6 +168,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         shutdown_grace_s=_float(env, "HEYM_SHUTDOWN_GRACE_S", 10.0),
         execute_timeout_s=_float(env, "HEYM_EXECUTE_TIMEOUT_S", 300.0),
         model_timeout_s=_float(env, "HEYM_MODEL_TIMEOUT_S", 60.0),
+        http_timeout_s=_float(env, "HEYM_HTTP_TIMEOUT_S", 30.0),
+        http_max_response_bytes=_int(
+            env, "HEYM_HTTP_MAX_RESPONSE_BYTES", 5 * 1024 * 1024, lo=1024, hi=64 * 1024 * 1024
+        ),
         model_retries=_int(env, "HEYM_MODEL_RETRIES", 3, lo=0, hi=10),
         redelivery_backoff_s=_float(env, "HEYM_REDELIVERY_BACKOFF_S", 1.0),
         sweep_interval_s=_float(env, "HEYM_SWEEP_INTERVAL_S", 15.0),

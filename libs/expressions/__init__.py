@@ -10,7 +10,10 @@ evaluate field values with the mode the field uses:
 - ``resolve_value``: the §3.4 ladder choosing among the above.
 
 Every result is plain JSON-able Python. Misused functions raise
-``ExpressionFunctionError`` and over-long expressions ``ExpressionTooLongError``.
+``ExpressionFunctionError`` and over-long expressions ``ExpressionTooLongError``. Every
+evaluation runs under a budget (``_budget.Limits``: steps, wall clock, result sizes);
+going over it raises an ``ExpressionLimitError``. Evaluation is synchronous CPU work: async
+callers run it with ``evaluate_off_loop`` so it never holds up an event loop.
 """
 
 from libs.expressions._classify import has_arithmetic, is_code_like, is_single_expression
@@ -22,13 +25,17 @@ from libs.expressions._modes import (
     render_template,
     resolve_value,
 )
+from libs.expressions._offload import evaluate_off_loop, evaluate_soon
 from libs.expressions._plain import stringify, to_plain
 from libs.expressions._scanner import Span, find_spans
 from libs.expressions.errors import (
     MAX_EXPRESSION_LENGTH,
     ExpressionError,
     ExpressionFunctionError,
+    ExpressionLimitError,
     ExpressionNestingError,
+    ExpressionSizeLimitError,
+    ExpressionTimeLimitError,
     ExpressionTooLongError,
     ExpressionWorkLimitError,
 )
@@ -38,14 +45,19 @@ __all__ = [
     "ExpressionContext",
     "ExpressionError",
     "ExpressionFunctionError",
+    "ExpressionLimitError",
     "ExpressionNestingError",
+    "ExpressionSizeLimitError",
+    "ExpressionTimeLimitError",
     "ExpressionTooLongError",
     "ExpressionWorkLimitError",
     "Span",
     "build_context",
     "evaluate_arithmetic",
     "evaluate_condition",
+    "evaluate_off_loop",
     "evaluate_single",
+    "evaluate_soon",
     "find_spans",
     "has_arithmetic",
     "is_code_like",

@@ -5,48 +5,62 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from libs.expressions._plain import stringify, to_json
+from libs.expressions._budget import active
+from libs.expressions._builders import join_texts
+from libs.expressions._plain import to_json
 from libs.expressions._runtime import MethodImpl, Runtime
 
 _SORT_ORDERS = ("asc", "desc")
 
 
 def _flat(_rt: Runtime, items: list[Any], depth: int = 1) -> list[Any]:
+    budget = active()
     out: list[Any] = []
 
     def walk(values: list[Any], level: int) -> None:
         for value in values:
             if isinstance(value, list) and level > 0:
+                budget.spend()
                 walk(value, level - 1)
             else:
                 out.append(value)
+        budget.items(len(out), "the flattened list")
 
     walk(items, int(depth))
     return out
 
 
-def _distinct(_rt: Runtime, items: list[Any]) -> list[Any]:
-    # Membership on a list, not a set: items may be unhashable objects.
+def _identity(value: Any) -> Any:
+    """A hashable stand-in with the same equality as the value (lists and objects by JSON)."""
+    try:
+        hash(value)
+    except TypeError:
+        return ("json", to_json(value))
+    return value
+
+
+def _distinct_keys(keys: list[Any], values: list[Any]) -> list[Any]:
+    # A set of identities, not list membership: `value not in out` was quadratic.
+    seen: set[Any] = set()
     out: list[Any] = []
-    for value in items:
-        if value not in out:
+    for key, value in zip(keys, values, strict=True):
+        identity = _identity(key)
+        if identity not in seen:
+            seen.add(identity)
             out.append(value)
     return out
+
+
+def _distinct(_rt: Runtime, items: list[Any]) -> list[Any]:
+    return _distinct_keys(items, items)
 
 
 def _distinct_by(rt: Runtime, items: list[Any], expr: str = "item") -> list[Any]:
-    seen: list[Any] = []
-    out: list[Any] = []
-    for value in items:
-        key = rt.eval_item(expr, value)
-        if key not in seen:
-            seen.append(key)
-            out.append(value)
-    return out
+    return _distinct_keys([rt.eval_item(expr, value) for value in items], items)
 
 
 def _join(_rt: Runtime, items: list[Any], separator: str = ",") -> str:
-    return str(separator).join("" if v is None else stringify(v) for v in items)
+    return join_texts(separator, items)
 
 
 def _filter(rt: Runtime, items: list[Any], expr: str) -> list[Any]:
@@ -93,7 +107,7 @@ ARRAY_METHODS: dict[str, MethodImpl] = {
     "distinctBy": _distinct_by,
     "notNull": lambda _rt, items: [v for v in items if v is not None],
     # Returns a new list: evaluation never mutates run state (inputs, $vars).
-    "add": lambda _rt, items, value: [*items, value],
+    "add": lambda _rt, items, value: active().sized([*items, value]),
     "contains": lambda _rt, items, value: value in items,
     "includes": lambda _rt, items, value: value in items,
     "indexOf": lambda _rt, items, value: items.index(value) if value in items else -1,
@@ -102,7 +116,7 @@ ARRAY_METHODS: dict[str, MethodImpl] = {
     "map": _map,
     "sort": _sort,
     "take": _take,
-    "toString": lambda _rt, items: to_json(items),
+    "toString": lambda _rt, items: active().sized(to_json(items)),
 }
 
 
@@ -119,5 +133,5 @@ OBJECT_METHODS: dict[str, MethodImpl] = {
     "map": lambda rt, obj, expr: _map(rt, entries(obj), expr),
     "filter": lambda rt, obj, expr: _filter(rt, entries(obj), expr),
     "contains": lambda _rt, obj, key: key in obj,
-    "toString": lambda _rt, obj: to_json(obj),
+    "toString": lambda _rt, obj: active().sized(to_json(obj)),
 }

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from functools import total_ordering
 from typing import Any
 
+from libs.expressions._budget import active
 from libs.expressions._runtime import MethodImpl, Runtime
 
 DEFAULT_FORMAT = "YYYY-MM-DD HH:mm:ss"
@@ -173,7 +174,8 @@ def _shift_by(change: Callable[[datetime, float], datetime]) -> MethodImpl:
 def _format(_rt: Runtime, d: DotDateTime, pattern: Any = None) -> str:
     if not isinstance(pattern, str) or not pattern:
         pattern = DEFAULT_FORMAT
-    return format_date(d.value, pattern)
+    # A token grows at most six times ("Z" is "+01:00"): build, then check.
+    return active().sized(format_date(d.value, pattern))  # type: ignore[no-any-return]
 
 
 def _fixed_format(pattern: str) -> MethodImpl:

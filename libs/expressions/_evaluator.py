@@ -11,13 +11,14 @@ from functools import lru_cache
 from random import Random
 from typing import Any
 
+from libs.expressions._budget import Budget, active
 from libs.expressions._context import ExpressionContext
 from libs.expressions._functions import CONDITION_FUNCTIONS, Function, item_concat
 from libs.expressions._paths import resolve_path
 from libs.expressions._plain import stringify
 from libs.expressions._rewrite import unalias
 from libs.expressions._runtime import MissingAttributeError
-from libs.expressions._sandbox import Budget, parses, sandbox_for
+from libs.expressions._sandbox import parses, sandbox_for
 from libs.expressions._scanner import find_spans
 from libs.expressions.errors import ExpressionError, ExpressionNestingError, check_length
 
@@ -76,7 +77,8 @@ class Session:
         self.ctx = ctx
         self.names = names
         self.functions = functions
-        self.budget = budget or Budget()
+        # The budget of the top-level evaluation on this thread (see `_budget.metered`).
+        self.budget = budget or active()
         self._depth = depth
         # Spans inside a condition resolve against the full context even though the
         # condition's own code only sees the tiny builtin set.

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 from typing import Any
 
+from libs.expressions._budget import active
+from libs.expressions._builders import join_texts, regex_replace, replace_all, split_text, to_list
 from libs.expressions._dates import DotDateTime, parse_date
 from libs.expressions._plain import stringify
 from libs.expressions.errors import ExpressionFunctionError
@@ -55,10 +57,12 @@ def _to_int(value: Any) -> int:
     if isinstance(value, str):
         text = value.strip()
         try:
-            return int(text)
+            number = int(text)
         except ValueError:
-            return int(float(text))
-    return int(value)
+            number = int(float(text))
+    else:
+        number = int(value)
+    return active().sized(number)  # type: ignore[no-any-return]
 
 
 def _to_list(value: Any = _UNSET) -> list[Any]:
@@ -67,7 +71,7 @@ def _to_list(value: Any = _UNSET) -> list[Any]:
     if isinstance(value, Mapping):
         return list(value.keys())
     if isinstance(value, str | list | tuple | set | frozenset):
-        return list(value)
+        return to_list(value)
     return [value]
 
 
@@ -81,7 +85,7 @@ def _str_only(method: Callable[[str], str]) -> Function:
 def _split(value: Any, separator: str | None = None) -> Any:
     if not isinstance(value, str):
         return value
-    return list(value) if separator == "" else value.split(separator)
+    return split_text(value, separator)
 
 
 def _join(separator: Any, items: Any) -> str:
@@ -89,7 +93,26 @@ def _join(separator: Any, items: Any) -> str:
     if isinstance(separator, list) and isinstance(items, str):
         separator, items = items, separator
     values: Iterable[Any] = items if isinstance(items, list | tuple) else [items]
-    return str(separator).join("" if v is None else stringify(v) for v in values)
+    return join_texts(separator, values)
+
+
+def _sum(items: Any, start: Any = 0) -> Any:
+    # Numbers only: `sum(lists, [])` would copy quadratically.
+    if isinstance(start, bool) or not isinstance(start, int | float):
+        raise TypeError("sum() adds numbers only")
+    total = start
+    for value in items:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError("sum() adds numbers only")
+        total = active().sized(total + value)
+    return total
+
+
+def _round(value: Any, digits: Any = None) -> Any:
+    # round(5, -10**9) would compute 10**(10**9) first.
+    if digits is not None and (not isinstance(digits, int) or abs(digits) > 400):
+        raise ValueError("round() digits must be an integer between -400 and 400")
+    return round(value) if digits is None else round(value, digits)
 
 
 def _not_null(items: Any) -> Any:
@@ -98,7 +121,7 @@ def _not_null(items: Any) -> Any:
 
 def concat(*args: Any) -> str:
     """Join the arguments' string forms; null contributes nothing."""
-    return "".join("" if a is None else stringify(a) for a in args)
+    return join_texts("", args)
 
 
 def item_concat(resolve: Callable[[str], Any]) -> Function:
@@ -129,18 +152,18 @@ def build_functions(tz: tzinfo, rng: random.Random, now: DotDateTime) -> dict[st
         return rng.randint(start, end)
 
     return {
-        "str": lambda value="": stringify(value),
+        "str": lambda value="": active().sized(stringify(value)),
         "int": _to_int,
         "float": float,
         "bool": bool,
         "list": _to_list,
-        "dict": dict,
+        "dict": lambda *args, **kwargs: active().sized(dict(*args, **kwargs)),
         "len": len,
         "abs": abs,
         "min": min,
         "max": max,
-        "round": round,
-        "sum": sum,
+        "round": _round,
+        "sum": _sum,
         "sorted": lambda items, reverse=False: sorted(items, reverse=bool(reverse)),
         "array": lambda *args: list(args),
         "range": range_list,
@@ -152,9 +175,9 @@ def build_functions(tz: tzinfo, rng: random.Random, now: DotDateTime) -> dict[st
         "title": _str_only(str.title),
         "split": _split,
         "join": _join,
-        "replace": lambda s, old, new: s.replace(old, new) if isinstance(s, str) else s,
+        "replace": lambda s, old, new: replace_all(s, old, new) if isinstance(s, str) else s,
         "regexReplace": lambda s, pattern, repl: (
-            re.sub(pattern, repl, s) if isinstance(s, str) else s
+            regex_replace(s, pattern, repl) if isinstance(s, str) else s
         ),
         "hash": lambda s: hashlib.md5(stringify(s).encode("utf-8")).hexdigest(),
         "concat": concat,

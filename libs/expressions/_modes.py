@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from libs.expressions._budget import metered
 from libs.expressions._classify import (
     has_arithmetic,
     has_prose_words,
@@ -14,7 +15,7 @@ from libs.expressions._classify import (
 )
 from libs.expressions._context import ExpressionContext
 from libs.expressions._evaluator import Session
-from libs.expressions._plain import stringify, to_json, to_plain
+from libs.expressions._plain import storable, stringify, to_json, to_plain
 from libs.expressions._scanner import find_spans
 from libs.expressions.errors import ExpressionError, check_length
 
@@ -29,6 +30,10 @@ def _about(text: str) -> Iterator[None]:
         raise
 
 
+# Every public entry point runs under one budget (`metered`): steps, wall clock and sizes
+# for the whole call, nested spans and fallbacks included.
+
+
 def evaluate_single(expr: str, ctx: ExpressionContext, *, preserve_type: bool = True) -> Any:
     """Evaluate a whole value that is one `$` expression.
 
@@ -38,7 +43,7 @@ def evaluate_single(expr: str, ctx: ExpressionContext, *, preserve_type: bool = 
     and other ExpressionError subclasses for over-long, too deeply nested or runaway
     expressions.
     """
-    with _about(expr):
+    with _about(expr), metered():
         check_length(expr)
         trimmed = expr.strip()
         if not trimmed.startswith("$"):
@@ -60,20 +65,30 @@ def render_template(
     """
     if "$" not in text:
         return text
-    if null_as_empty_single_token and text.startswith("$") and not any(c.isspace() for c in text):
-        value = evaluate_single(text, ctx)
-        return "" if value is None else stringify(value)
-    session = Session.for_context(ctx)
-    parts: list[str] = []
-    last = 0
-    for span in find_spans(text):
-        with _about(span.text):
-            value = to_plain(session.evaluate_span(span.text))
-        parts.append(text[last : span.start])
-        parts.append(span.text if value is None else stringify(value))
-        last = span.end
-    parts.append(text[last:])
-    return "".join(parts)
+    with metered() as budget:
+        if (
+            null_as_empty_single_token
+            and text.startswith("$")
+            and not any(c.isspace() for c in text)
+        ):
+            value = evaluate_single(text, ctx)
+            return "" if value is None else stringify(value)
+        session = Session.for_context(ctx)
+        parts: list[str] = []
+        size = 0
+        last = 0
+        for span in find_spans(text):
+            with _about(span.text):
+                value = to_plain(session.evaluate_span(span.text))
+                shown = span.text if value is None else stringify(value)
+                size += span.start - last + len(shown)
+                if size > budget.limits.chars:
+                    budget.chars(size, "the rendered text")  # raises
+            parts.append(text[last : span.start])
+            parts.append(shown)
+            last = span.end
+        parts.append(text[last:])
+        return storable("".join(parts))
 
 
 def evaluate_condition(text: str, ctx: ExpressionContext) -> bool:
@@ -85,7 +100,8 @@ def evaluate_condition(text: str, ctx: ExpressionContext) -> bool:
     """
     try:
         check_length(text)
-        return bool(Session.for_condition(ctx).evaluate_code(text))
+        with metered():
+            return bool(Session.for_condition(ctx).evaluate_code(text))
     except Exception:
         return False
 
@@ -98,7 +114,7 @@ def evaluate_arithmetic(text: str, ctx: ExpressionContext, *, preserve_type: boo
     missing operand in `$vars.n + 1`) and anything else renders as a template
     (`$user.name - boss`). Function errors propagate.
     """
-    with _about(text):
+    with _about(text), metered():
         check_length(text)
         try:
             value = to_plain(Session.for_context(ctx).evaluate_code(text))
@@ -122,10 +138,11 @@ def resolve_value(text: Any, ctx: ExpressionContext) -> Any:
     """
     if not isinstance(text, str) or "$" not in text:
         return text
-    if has_arithmetic(text):
-        return evaluate_arithmetic(text, ctx)
-    if is_single_expression(text):
-        return evaluate_single(text, ctx)
-    if is_code_like(text):
-        return evaluate_arithmetic(text, ctx)
-    return render_template(text, ctx)
+    with metered():
+        if has_arithmetic(text):
+            return evaluate_arithmetic(text, ctx)
+        if is_single_expression(text):
+            return evaluate_single(text, ctx)
+        if is_code_like(text):
+            return evaluate_arithmetic(text, ctx)
+        return render_template(text, ctx)

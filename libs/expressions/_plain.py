@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from datetime import date, datetime, time
 from typing import Any
 
 from libs.expressions._dates import DotDateTime
 from libs.expressions._runtime import BoundMethod
+from libs.expressions.errors import ExpressionError
+
+_SURROGATES = range(0xD800, 0xE000)
+
+
+def storable(text: str) -> str:
+    """``text`` with lone surrogates (which no JSON encoder or database accepts) replaced."""
+    if text.isascii():  # O(1) in CPython
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if ord(c) in _SURROGATES else c for c in text)
+    return text
 
 
 def to_plain(value: Any) -> Any:
@@ -16,15 +31,23 @@ def to_plain(value: Any) -> Any:
 
     Dates become ISO-8601 strings, tuples and sets become lists, mapping keys become
     strings, an uncalled zero-argument method is called, other callables become None.
+    Every result can be stored and sent as JSON: NaN and infinities become None, lone
+    surrogates U+FFFD. A value of any other Python type is an error, so no Python repr
+    ever reaches a result.
     """
-    if value is None or type(value) in (str, int, float, bool):
+    kind = type(value)
+    if value is None or kind is int or kind is bool:
         return value
+    if kind is str:
+        return storable(value)
+    if kind is float:
+        return value if math.isfinite(value) else None
     if isinstance(value, str):
-        return str(value)
+        return storable(str(value))
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
-        return float(value)
+        return to_plain(float(value))
     if isinstance(value, Mapping):
         return {k if isinstance(k, str) else stringify(k): to_plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -51,7 +74,7 @@ def to_plain(value: Any) -> Any:
         return to_plain(value())
     if callable(value):
         return None
-    return str(value)
+    raise ExpressionError(f"an expression cannot produce a {type(value).__name__} value")
 
 
 def to_json(value: Any) -> str:
@@ -71,7 +94,14 @@ def stringify(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        # JavaScript's spelling, never Python's "nan" / "inf".
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
         return str(value)
     if isinstance(value, DotDateTime):
         return value.iso()

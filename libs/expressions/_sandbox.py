@@ -11,44 +11,22 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from simpleeval import (
-    DEFAULT_OPERATORS,
     DISALLOW_FUNCTIONS,
     EvalWithCompoundTypes,
     FeatureNotAvailable,
     NameNotDefined,
-    NumberTooHigh,
 )
-from simpleeval import safe_power as simpleeval_power
 
 from libs.expressions._attributes import resolve_attribute
+from libs.expressions._budget import Budget
 from libs.expressions._functions import Function
+from libs.expressions._operators import OPERATORS
 from libs.expressions._plain import stringify
 from libs.expressions._rewrite import rewrite_code, unalias
 from libs.expressions._runtime import BoundMethod, MissingAttributeError, Runtime
-from libs.expressions.errors import ExpressionWorkLimitError
 
-# Evaluation steps (AST nodes visited) allowed for one top-level evaluation, nested spans
-# and item expressions included; simpleeval alone caps sizes, not loops of loops.
-MAX_STEPS = 1_000_000
-# Largest integer power result, in bits: simpleeval's MAX_POWER alone still admits
-# 4000000 ** 4000000, a number with millions of digits that takes minutes to build.
-MAX_POWER_BITS = 1_000_000
-
-
-class Budget:
-    """Steps left for one top-level evaluation, shared by every nested session."""
-
-    __slots__ = ("left",)
-
-    def __init__(self) -> None:
-        self.left = MAX_STEPS
-
-    def spend(self) -> None:
-        self.left -= 1
-        if self.left < 0:
-            raise ExpressionWorkLimitError(
-                f"expression needs more than {MAX_STEPS} evaluation steps"
-            )
+# Literal values the language has no use for; they would print as Python reprs.
+_FOREIGN_CONSTANTS = (complex, type(Ellipsis), bytes)
 
 
 class Host(Runtime, Protocol):
@@ -59,16 +37,6 @@ class Host(Runtime, Protocol):
 
     @property
     def budget(self) -> Budget: ...
-
-
-def _safe_power(base: Any, exponent: Any) -> Any:
-    big = isinstance(base, int) and isinstance(exponent, int) and abs(base) > 1
-    if big and exponent * abs(base).bit_length() > MAX_POWER_BITS:
-        raise NumberTooHigh(f"{base} ** {exponent} is too large to compute")
-    return simpleeval_power(base, exponent)
-
-
-_OPERATORS = {**DEFAULT_OPERATORS, ast.Pow: _safe_power}
 
 
 @lru_cache(maxsize=4096)
@@ -91,7 +59,7 @@ class Sandbox(EvalWithCompoundTypes):  # type: ignore[misc]
     """simpleeval with the language's name lookup, attribute table and subscripts."""
 
     def __init__(self) -> None:
-        super().__init__(operators=_OPERATORS, functions={}, names={})
+        super().__init__(operators=OPERATORS, functions={}, names={})
         self._host: Host | None = None
 
     def bind(self, host: Host) -> None:
@@ -137,10 +105,22 @@ class Sandbox(EvalWithCompoundTypes):  # type: ignore[misc]
         raise TypeError(f"cannot index {type(container).__name__} with {key!r}")
 
     def _eval_formattedvalue(self, node: ast.FormattedValue) -> Any:
-        # Format specs such as `{x:>999999999}` allocate unbounded strings.
+        # Format specs such as `{x:>999999999}` allocate unbounded strings; `!r` is ignored
+        # (the language's string form is used), so no Python repr reaches a result.
         if node.format_spec is not None:
             raise FeatureNotAvailable("format specifications are not supported")
         return stringify(self._eval(node.value))
+
+    def _eval_joinedstr(self, node: ast.JoinedStr) -> str:
+        parts = [stringify(self._eval(value)) for value in node.values]
+        self.host.budget.chars(sum(len(p) for p in parts), "the f-string")
+        return "".join(parts)
+
+    @staticmethod
+    def _eval_constant(node: ast.Constant) -> Any:
+        if isinstance(node.value, _FOREIGN_CONSTANTS):
+            raise FeatureNotAvailable(f"{type(node.value).__name__} literals are not supported")
+        return node.value
 
     def _check_disallowed_items(self, item: Any) -> None:
         # Values are JSON data or built by the engine's own tables, so simpleeval's deep

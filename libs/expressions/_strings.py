@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any
 from urllib.parse import quote, unquote
 
+from libs.expressions._budget import active
+from libs.expressions._builders import regex_replace, replace_all, split_text
 from libs.expressions._runtime import MethodImpl, Runtime
 
 
@@ -26,9 +27,7 @@ def _char_at(_rt: Runtime, s: str, index: int) -> str:
 
 
 def _split(_rt: Runtime, s: str, separator: str | None = None) -> list[str]:
-    if separator == "":
-        return list(s)
-    return s.split(separator)
+    return split_text(s, separator)
 
 
 def _unescape(_rt: Runtime, s: str) -> Any:
@@ -41,10 +40,14 @@ def _unescape(_rt: Runtime, s: str) -> Any:
 
 
 def _simple(fn: Any) -> MethodImpl:
-    """Adapt a one-argument ``fn(s)`` to the method calling convention."""
+    """Adapt a one-argument ``fn(s)`` to the method calling convention.
+
+    These grow their input at most a few times over (`urlEncode`, `escape`, `upper` of
+    "ß"), so the result is built, then checked against the budget.
+    """
 
     def impl(_rt: Runtime, s: str) -> Any:
-        return fn(s)
+        return active().sized(fn(s))
 
     return impl
 
@@ -75,9 +78,9 @@ STRING_METHODS: dict[str, MethodImpl] = {
     "endswith": lambda _rt, s, suffix: s.endswith(suffix),
     "endsWith": lambda _rt, s, suffix: s.endswith(suffix),
     # The original engine's replace() replaced every occurrence; replaceAll is an alias.
-    "replace": lambda _rt, s, old, new: s.replace(old, new),
-    "replaceAll": lambda _rt, s, old, new: s.replace(old, new),
-    "regexReplace": lambda _rt, s, pattern, repl: re.sub(pattern, repl, s),
+    "replace": lambda _rt, s, old, new: replace_all(s, old, new),
+    "replaceAll": lambda _rt, s, old, new: replace_all(s, old, new),
+    "regexReplace": lambda _rt, s, pattern, repl: regex_replace(s, pattern, repl),
     "split": _split,
     "hash": _simple(lambda s: hashlib.md5(s.encode("utf-8")).hexdigest()),
     "urlEncode": _simple(lambda s: quote(s, safe="")),

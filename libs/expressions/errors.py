@@ -48,8 +48,20 @@ class ExpressionNestingError(ExpressionError):
     """Nested ``$`` spans or item expressions go deeper than the engine allows."""
 
 
-class ExpressionWorkLimitError(ExpressionError):
+class ExpressionLimitError(ExpressionError):
+    """One evaluation went over one of its budgets (steps, time, result size)."""
+
+
+class ExpressionWorkLimitError(ExpressionLimitError):
     """One evaluation did more steps than the engine allows (e.g. nested ``.map`` loops)."""
+
+
+class ExpressionTimeLimitError(ExpressionLimitError):
+    """One evaluation ran longer than its wall-clock budget."""
+
+
+class ExpressionSizeLimitError(ExpressionLimitError):
+    """An operation would build a string, list or number larger than the budget allows."""
 
 
 def check_length(expression: str) -> None:

@@ -37,6 +37,21 @@ from libs.projection.statements import StatementBatch
 
 log = logging.getLogger(__name__)
 
+# SQLSTATE classes worth retrying as they are: connection, transaction rollback, resources,
+# operator intervention, system errors. Anything else is about the data and will fail again.
+_TRANSIENT_CLASSES = frozenset({"08", "40", "53", "57", "58"})
+_REJECT_BODY_BYTES = 65536
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, OSError | TimeoutError | asyncpg.InterfaceError):
+        return True
+    if isinstance(exc, asyncpg.PostgresConnectionError):
+        return True
+    if isinstance(exc, asyncpg.PostgresError):
+        return str(exc.sqlstate or "")[:2] in _TRANSIENT_CLASSES
+    return False
+
 
 class Projector(Protocol):
     """Folds events into rows.
@@ -104,6 +119,7 @@ class ProjectionRunner:
         self._stopping = asyncio.Event()
         self.position = 0
         self.applied_messages = 0
+        self.rejected_events = 0
 
     @property
     def name(self) -> str:
@@ -193,59 +209,111 @@ class ProjectionRunner:
             try:
                 await self._apply_batch(msgs)
             except Exception as exc:
-                log.exception(
-                    "projector %s failed a batch; rebuilding from its position", self.name
+                if _transient(exc):
+                    log.exception(
+                        "projector %s failed a batch; rebuilding from its position", self.name
+                    )
+                    raise _BatchFailed from exc
+                log.warning(
+                    "projector %s failed a batch (%s: %s); applying it event by event",
+                    self.name,
+                    type(exc).__name__,
+                    exc,
                 )
-                raise _BatchFailed from exc
+                try:
+                    for msg in msgs:
+                        await self._apply_alone(msg)
+                except Exception as again:
+                    log.exception(
+                        "projector %s failed a message; rebuilding from its position", self.name
+                    )
+                    raise _BatchFailed from again
             await msgs[-1].ack()
 
     async def _apply_batch(self, msgs: list[Msg]) -> None:
         async with self._pool.acquire() as conn, conn.transaction():
-            position = int(
-                await conn.fetchval(
-                    """INSERT INTO projection_positions (name) VALUES ($1)
-                       ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
-                       RETURNING position""",
-                    self.name,
-                )
-            )
+            position = await self._locked_position(conn)
             reached = position
             statements = StatementBatch()
             for msg in msgs:
                 seq = msg.metadata.sequence.stream
                 if seq <= reached:
                     continue  # applied before (redelivery or replay): changes nothing
-                try:
-                    envelopes = self._log.envelopes(msg)
-                except BatchDecodeError as exc:
-                    log.error(
-                        "projector %s rejects message %d on %s: %s",
-                        self.name,
-                        seq,
-                        msg.subject,
-                        exc,
-                    )
-                    await conn.execute(
-                        """INSERT INTO projection_rejects
-                               (projector, sequence, subject, error, body)
-                           VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING""",
-                        self.name,
-                        seq,
-                        msg.subject,
-                        str(exc),
-                        msg.data[:65536],
-                    )
-                    envelopes = []
-                for env in envelopes:
+                for env in await self._decoded(conn, msg):
                     self._projector.project(env, statements)
                 reached = seq
             await statements.run(conn)
-            if reached != position:
-                await conn.execute(
-                    """UPDATE projection_positions SET position = $2, updated_at = now()
-                       WHERE name = $1""",
-                    self.name,
-                    reached,
-                )
+            await self._store_position(conn, position, reached)
         self.position = reached
         self.applied_messages += len(msgs)
+
+    async def _apply_alone(self, msg: Msg) -> None:
+        """One message, each event in a savepoint with storable values; failures are parked."""
+        seq = msg.metadata.sequence.stream
+        async with self._pool.acquire() as conn, conn.transaction():
+            position = await self._locked_position(conn)
+            if seq <= position:
+                return
+            for index, env in enumerate(await self._decoded(conn, msg)):
+                statements = StatementBatch(storable=True)
+                try:
+                    async with conn.transaction():  # a savepoint: a failure undoes this event
+                        self._projector.project(env, statements)
+                        await statements.run(conn)
+                except Exception as exc:
+                    if _transient(exc):
+                        raise
+                    await self._reject(conn, msg, f"{type(exc).__name__}: {exc}", index)
+                    self.rejected_events += 1
+            await self._store_position(conn, position, seq)
+        self.position = seq
+        self.applied_messages += 1
+
+    async def _locked_position(self, conn: Conn) -> int:
+        return int(
+            await conn.fetchval(
+                """INSERT INTO projection_positions (name) VALUES ($1)
+                   ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
+                   RETURNING position""",
+                self.name,
+            )
+        )
+
+    async def _store_position(self, conn: Conn, position: int, reached: int) -> None:
+        if reached != position:
+            await conn.execute(
+                """UPDATE projection_positions SET position = $2, updated_at = now()
+                   WHERE name = $1""",
+                self.name,
+                reached,
+            )
+
+    async def _decoded(self, conn: Conn, msg: Msg) -> list[Envelope]:
+        """The message's events; a message that cannot be decoded is parked whole."""
+        try:
+            return self._log.envelopes(msg)
+        except BatchDecodeError as exc:
+            await self._reject(conn, msg, str(exc), -1)
+            return []
+
+    async def _reject(self, conn: Conn, msg: Msg, error: str, index: int) -> None:
+        seq = msg.metadata.sequence.stream
+        log.error(
+            "projector %s parks message %d (event %d) on %s: %s",
+            self.name,
+            seq,
+            index,
+            msg.subject,
+            error,
+        )
+        await conn.execute(
+            """INSERT INTO projection_rejects
+                   (projector, sequence, subject, error, body, event_index)
+               VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING""",
+            self.name,
+            seq,
+            msg.subject,
+            error[:4096].replace("\x00", "\ufffd"),
+            msg.data[:_REJECT_BODY_BYTES],
+            index,
+        )

@@ -12,13 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 from libs.db.types import Conn
+from libs.projection.storable import storable
 
 
 class StatementBatch:
-    def __init__(self) -> None:
+    """``storable=True`` makes every argument storable first (NUL and surrogates replaced);
+    the runner uses it when a batch failed, so the common path pays nothing for it."""
+
+    def __init__(self, *, storable: bool = False) -> None:
         self._phases: dict[int, dict[str, list[tuple[Any, ...]]]] = {}
+        self._storable = storable
 
     def add(self, sql: str, *args: Any, phase: int = 0) -> None:
+        if self._storable:
+            args = tuple(storable(a) for a in args)
         self._phases.setdefault(phase, {}).setdefault(sql, []).append(args)
 
     def __len__(self) -> int:

@@ -1,4 +1,4 @@
-"""Secrets at rest: AES-256-GCM `SecretBox`, its key file, and stored model credentials."""
+"""Secrets: AES-256-GCM `SecretBox`, its key file, stored model credentials, and masking."""
 
 from libs.secrets.box import (
     DecryptError,
@@ -19,7 +19,15 @@ from libs.secrets.credentials import (
     load_credential,
     mentions_credentials,
 )
-from libs.secrets.masking import Masker, masked_form
+from libs.secrets.masking import (
+    Masker,
+    install_log_masking,
+    mask_known,
+    mask_secrets,
+    mask_value,
+    masked_form,
+    remember,
+)
 
 __all__ = [
     "CREDENTIAL_TYPES",
@@ -34,9 +42,14 @@ __all__ = [
     "credential_aad",
     "credential_values",
     "generate_key",
+    "install_log_masking",
     "key_hint",
     "load_credential",
     "load_or_create_key",
+    "mask_known",
+    "mask_secrets",
+    "mask_value",
     "masked_form",
     "mentions_credentials",
+    "remember",
 ]

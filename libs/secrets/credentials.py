@@ -10,6 +10,7 @@ import msgspec
 
 from libs.db.types import Conn
 from libs.secrets.box import DecryptError, SecretBox
+from libs.secrets.masking import remember
 
 CredentialType = Literal["openai", "custom", "google"]
 CREDENTIAL_TYPES: Final = ("openai", "custom", "google")
@@ -101,6 +102,7 @@ async def load_credential(
         api_key = box.decrypt(row["secret"], aad=credential_aad(cid))
     except DecryptError as exc:
         raise DecryptError(f"credential {cid} ({row['name']!r}) cannot be used: {exc}") from None
+    remember(api_key)  # this process's logs mask it from now on
     return ResolvedCredential(
         id=str(row["id"]),
         name=row["name"],
@@ -132,4 +134,5 @@ async def credential_values(
             values[row["name"]] = box.decrypt(row["secret"], aad=credential_aad(row["id"]))
         except DecryptError:
             continue  # an undecryptable credential is simply not available
+        remember(values[row["name"]])  # this process's logs mask it from now on
     return values

@@ -11,6 +11,7 @@ from typing import Any
 import uvloop
 
 from libs.config import Settings, SettingsError, load_settings
+from libs.secrets import install_log_masking
 
 
 def configure_logging(service: str, level: str) -> None:
@@ -19,6 +20,7 @@ def configure_logging(service: str, level: str) -> None:
         format=f"%(asctime)s %(levelname)s {service} %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    install_log_masking()  # credentials the process decrypts never reach its logs
 
 
 def run_service(service: str, main: Callable[[Settings], Coroutine[Any, Any, None]]) -> None:

@@ -10,6 +10,11 @@ import msgspec
 from contracts.workflows import NODE_TYPES
 from libs.workflow.graph import Graph, GraphError
 
+# Documented in docs/security.md. Far above real workflows (tens of nodes), low enough that
+# every per-run cost that grows with the graph stays small.
+MAX_NODES = 1_000
+MAX_EDGES = 4_000
+
 
 class ValidationIssue(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     code: str
@@ -32,6 +37,14 @@ def validate_workflow(nodes: Any, edges: Any) -> list[ValidationIssue]:
         return [ValidationIssue(code="nodes_not_a_list", message="'nodes' must be a list")]
     if not isinstance(edges, list):
         return [ValidationIssue(code="edges_not_a_list", message="'edges' must be a list")]
+    if len(nodes) > MAX_NODES or len(edges) > MAX_EDGES:
+        return [
+            ValidationIssue(
+                code="too_large",
+                message=f"a workflow may have at most {MAX_NODES} nodes and {MAX_EDGES} edges "
+                f"(this one has {len(nodes)} and {len(edges)})",
+            )
+        ]
     ids: list[str] = []
     labels: list[str] = []
     for i, node in enumerate(nodes):

@@ -10,6 +10,7 @@ from typing import Any
 
 import openai
 
+from libs.secrets import mask_secrets, mask_value
 from libs.secrets.credentials import ResolvedCredential, client_base_url
 from services.agent_runtime.compression import context_limit as compression_limit
 
@@ -114,14 +115,20 @@ class ModelClients:
                 f"model {model!r} did not answer within {self.timeout_s:.0f}s"
             ) from None
         except openai.APIStatusError as exc:
+            # Providers echo keys ("Incorrect API key provided: <key>"): masked at the source,
+            # so the key reaches no error, output, history row, trace or log.
             raise ModelError(
-                f"model {model!r} answered HTTP {exc.status_code}: {_detail(exc)}",
+                mask_secrets(
+                    f"model {model!r} answered HTTP {exc.status_code}: {_detail(exc)}",
+                    [cred.api_key],
+                ),
                 retryable=exc.status_code >= 500 or exc.status_code in (408, 409, 429),
                 status_code=exc.status_code,
                 retry_after_s=retry_after(exc.response.headers.get("retry-after")),
             ) from None
         except openai.APIConnectionError as exc:
-            raise ModelError(f"cannot reach the model endpoint: {exc}") from None
+            unreachable = f"cannot reach the model endpoint: {exc}"
+            raise ModelError(mask_secrets(unreachable, [cred.api_key])) from None
         elapsed = (time.perf_counter() - started) * 1000
         if not completion.choices:
             raise ModelError(f"model {model!r} answered without choices")
@@ -143,7 +150,7 @@ class ModelClients:
             message["reasoning"] = reasoning_text
         usage = completion.usage
         return ModelReply(
-            message=message,
+            message=mask_value(message, [cred.api_key]),
             model=completion.model or model,
             finish_reason=choice.finish_reason,
             usage={

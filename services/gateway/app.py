@@ -11,6 +11,7 @@ import uvicorn
 from litestar import Litestar, Request, Response
 from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from libs.accounts.execution_tokens import signing_key
 from libs.config import Settings
@@ -18,6 +19,7 @@ from libs.eventlog import EventLogError
 from libs.secrets import SecretBox
 from libs.service import ServiceContext
 from services.gateway.credentials import CredentialController
+from services.gateway.errors import RequestGuard, internal_error
 from services.gateway.event_docs import EventDocsController
 from services.gateway.execute import ExecuteController
 from services.gateway.execution_tokens import ExecutionTokenController
@@ -31,6 +33,7 @@ from services.gateway.observability import ObservabilityController
 from services.gateway.schedules_api import ScheduleController
 from services.gateway.skills import SkillController
 from services.gateway.traces import TraceController
+from services.gateway.users import UserController
 from services.gateway.workflows import WorkflowController
 
 SERVICE = "gateway"
@@ -78,6 +81,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             SkillController,
             FileController,
             McpConnectionController,
+            UserController,
             ScheduleController,
             ExecutionTokenController,
             GlobalVariableController,
@@ -86,7 +90,11 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
         request_max_body_size=MAX_BODY_BYTES,
-        exception_handlers={EventLogError: _event_log_unavailable},
+        middleware=[RequestGuard()],
+        exception_handlers={
+            EventLogError: _event_log_unavailable,
+            HTTP_500_INTERNAL_SERVER_ERROR: internal_error,
+        },
     )
 
 

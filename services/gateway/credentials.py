@@ -15,7 +15,8 @@ from libs.accounts import AccountUser
 from libs.secrets import CREDENTIAL_TYPES, SecretBox
 from services.gateway import credential_store as store
 from services.gateway.auth import required_user
-from services.gateway.bodies import json_object
+from services.gateway.bodies import json_object, refuse_nul
+from services.gateway.openapi import CREDENTIAL, CREDENTIAL_LINKS, with_body
 
 MAX_NAME = 200
 MAX_API_KEY = 4096
@@ -106,6 +107,7 @@ def _finish(fields: CredentialFields, problems: list[dict[str, str]]) -> Credent
 
 def new_fields(body: dict[str, Any]) -> CredentialFields:
     """Validate a POST body; raises a 422 listing every problem."""
+    refuse_nul(body, "a credential")
     problems: list[dict[str, str]] = []
     kind = body.get("type")
     if kind not in CREDENTIAL_TYPES:
@@ -120,7 +122,12 @@ def new_fields(body: dict[str, Any]) -> CredentialFields:
 
 
 def changed_fields(body: dict[str, Any], current: store.CredentialRow) -> CredentialFields:
-    """Merge a PUT body over the stored credential; a missing, null or empty api_key keeps it."""
+    """Merge a PUT body over the stored credential; a missing, null or empty api_key keeps it.
+
+    Changing where the key is sent (base_url) needs the key again: otherwise anyone who can
+    edit the credential could send the stored key to a host of their choosing.
+    """
+    refuse_nul(body, "a credential")
     problems: list[dict[str, str]] = []
     if "type" in body and body["type"] != current.type:
         problems.append(_problem("type", "type cannot be changed; create a new credential"))
@@ -134,6 +141,10 @@ def changed_fields(body: dict[str, Any], current: store.CredentialRow) -> Creden
         # A form that cannot show the stored key sends it back blank: that means "unchanged".
         api_key=None if api_key is None or api_key == "" else _check_api_key(api_key, problems),
     )
+    if fields.base_url != current.base_url and fields.api_key is None:
+        problems.append(
+            _problem("api_key", "changing base_url needs the api_key again (it is sent there)")
+        )
     return _finish(fields, problems)
 
 
@@ -155,7 +166,12 @@ class CredentialController(Controller):
     tags = ["credentials"]
     dependencies = {"user": Provide(required_user)}
 
-    @post("", summary="Store a model credential (the key is encrypted)", status_code=201)
+    @post(
+        "",
+        summary="Store a model credential (the key is encrypted)",
+        status_code=201,
+        operation_class=with_body(CREDENTIAL, created=CREDENTIAL_LINKS),
+    )
     async def create(self, request: Request[Any, Any, State], user: AccountUser) -> dict[str, Any]:
         fields = new_fields(await json_object(request))
         assert fields.api_key is not None  # new_fields rejects a missing key
@@ -189,7 +205,11 @@ class CredentialController(Controller):
             raise _not_found(credential_id)
         return credential_json(row)
 
-    @put("/{credential_id:str}", summary="Rename, change the base URL, or replace the key")
+    @put(
+        "/{credential_id:str}",
+        summary="Rename, change the base URL (with the key), or replace the key",
+        operation_class=with_body(CREDENTIAL),
+    )
     async def update(
         self, request: Request[Any, Any, State], credential_id: str, user: AccountUser
     ) -> dict[str, Any]:

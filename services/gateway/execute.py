@@ -18,7 +18,6 @@ from litestar.exceptions import (
     ClientException,
     NotAuthorizedException,
     NotFoundException,
-    PermissionDeniedException,
     TooManyRequestsException,
 )
 from litestar.response import ServerSentEvent
@@ -33,6 +32,7 @@ from libs.results.sub_runs import child_runs, sub_workflow_executions
 from services.gateway import store, throttle
 from services.gateway.auth import presented_execution_token, required_user, user_unless_token
 from services.gateway.bodies import json_body
+from services.gateway.openapi import EXECUTE, with_body
 from services.gateway.runs import (
     new_run_request,
     request_cancel,
@@ -41,6 +41,7 @@ from services.gateway.runs import (
     started_run,
     wait_for_outcome,
 )
+from services.gateway.workflows import not_found
 
 INTERNAL_SOURCES = {"Canvas", "Quick Drawer"}
 _WRAPPER_KEYS = {"inputs", "test_run", "trigger_source"}
@@ -55,7 +56,11 @@ def _truthy(value: str | None, default: bool) -> bool:
 async def _authorise(
     request: Request[Any, Any, State], row: store.WorkflowRow, user: AccountUser | None
 ) -> str:
-    """Who the run belongs to; raises 401/403 per the workflow's `auth_type`."""
+    """Who the run belongs to; raises 401/404 per the workflow's `auth_type`.
+
+    Another user's private workflow answers 404, as an unknown id does: its existence is
+    not theirs to learn.
+    """
     if user is not None and user.id == row.owner_id:
         return user.id
     if row.auth_type == "jwt" and (token := presented_execution_token(request)) is not None:
@@ -75,7 +80,7 @@ async def _authorise(
         raise NotAuthorizedException(
             detail="send an API key as 'X-MCP-Key: <key>' or 'Authorization: Bearer <key>'"
         )
-    raise PermissionDeniedException(detail="this workflow belongs to another user")
+    raise not_found(row.id)
 
 
 class _Prepared:
@@ -102,24 +107,27 @@ async def _prepare(
     ctx = request.app.state.ctx
     row = await store.get_workflow(ctx.pool, workflow_id)
     if row is None:
-        raise NotFoundException(detail=f"workflow {workflow_id} not found")
+        raise not_found(workflow_id)
     owner = await _authorise(request, row, user)
     if not row.nodes:
         raise ClientException(detail="the workflow has no nodes")
     body = await json_body(request, empty={})
-    test_run = _truthy(request.query_params.get("test_run"), False)
-    source = (
-        request.query_params.get("trigger_source")
-        or request.headers.get("x-trigger-source")
-        or "API"
-    )
-    if isinstance(body, dict) and "inputs" in body and set(body) <= _WRAPPER_KEYS:
-        test_run = bool(body.get("test_run", test_run))
-        source = str(body.get("trigger_source") or source)
-        body = body["inputs"]
-    query = {
-        k: v for k, v in request.query_params.items() if k not in ("test_run", "trigger_source")
-    }
+    # Test mode (pinned data, no history) and editor behaviour (trigger sources such as
+    # Canvas, which may stream a workflow whose SSE is off) are the owner's choice only; for
+    # anyone else these parameters are ordinary data of the request.
+    by_owner = user is not None and user.id == row.owner_id
+    test_run = False
+    source = "API"
+    query = dict(request.query_params.items())
+    if by_owner:
+        test_run = _truthy(query.pop("test_run", None), False)
+        source = (
+            query.pop("trigger_source", None) or request.headers.get("x-trigger-source") or "API"
+        )
+        if isinstance(body, dict) and "inputs" in body and set(body) <= _WRAPPER_KEYS:
+            test_run = bool(body.get("test_run", test_run))
+            source = str(body.get("trigger_source") or source)
+            body = body["inputs"]
     envelope = {"headers": safe_headers(dict(request.headers)), "query": query, "body": body}
     return _Prepared(row, owner, envelope, test_run, source)
 
@@ -207,6 +215,7 @@ class ExecuteController(Controller):
         "/execute",
         summary="Run a workflow and answer with its outputs",
         dependencies={"user": Provide(user_unless_token)},
+        operation_class=with_body(EXECUTE, required=False),
     )
     async def execute(
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None
@@ -292,6 +301,7 @@ class ExecuteController(Controller):
         summary="Run a workflow as a Server-Sent Events stream",
         status_code=200,
         dependencies={"user": Provide(user_unless_token)},
+        operation_class=with_body(EXECUTE, required=False),
     )
     async def stream(
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser | None
@@ -362,7 +372,7 @@ class ExecuteController(Controller):
         ctx = request.app.state.ctx
         row = await store.get_workflow(ctx.pool, workflow_id)
         if row is None or row.owner_id != user.id:
-            raise NotFoundException(detail=f"workflow {workflow_id} not found")
+            raise not_found(workflow_id)
         try:
             requested, finished = await run_request(ctx.event_log, run_id)
         except ValueError:

@@ -25,6 +25,7 @@ from libs.expressions import (
     ExpressionContext,
     ExpressionError,
     build_context,
+    evaluate_off_loop,
     has_arithmetic,
     is_single_expression,
     render_template,
@@ -35,6 +36,7 @@ from libs.secrets import credential_values, masked_form
 from libs.workflow import Graph
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object
+from services.gateway.openapi import EVALUATE, with_body
 from services.gateway.preview import Canvas, Previewer
 from services.gateway.workflows import owned
 
@@ -134,7 +136,8 @@ async def _canvas(
         global_vars=global_vars,
         credentials=credentials,
     )
-    return previewer.canvas(current), global_vars, credentials
+    canvas = await evaluate_off_loop(previewer.canvas, current)  # evaluates upstream nodes
+    return canvas, global_vars, credentials
 
 
 class ExpressionController(Controller):
@@ -142,7 +145,12 @@ class ExpressionController(Controller):
     tags = ["expressions"]
     dependencies = {"user": Provide(required_user)}
 
-    @post("/evaluate", summary="Evaluate an expression in a node's context", status_code=200)
+    @post(
+        "/evaluate",
+        summary="Evaluate an expression in a node's context",
+        status_code=200,
+        operation_class=with_body(EVALUATE),
+    )
     async def evaluate(
         self, request: Request[Any, Any, State], user: AccountUser
     ) -> dict[str, Any]:
@@ -164,7 +172,8 @@ class ExpressionController(Controller):
         )
         answer: dict[str, Any]
         try:
-            value, preserved = evaluate(body.expression, ctx)
+            # Evaluation is CPU work under its budget: never on the loop serving requests.
+            value, preserved = await evaluate_off_loop(evaluate, body.expression, ctx)
         except ExpressionError as exc:
             answer = {
                 "result": None,

@@ -26,6 +26,7 @@ POLL_S = 1.0
 KEEPALIVE_S = 15.0
 STREAM_LIMIT_S = 3600.0
 _STATUSES = {"running", "success", "error", "pending", "cancelled", "cached", "rate_limited"}
+MAX_OFFSET = 1_000_000_000
 
 
 def _light(r: Any) -> dict[str, Any]:
@@ -44,8 +45,8 @@ def _light(r: Any) -> dict[str, Any]:
 def _page(limit: int, offset: int) -> tuple[int, int]:
     if not 1 <= limit <= 500:
         raise ClientException(detail="limit must be between 1 and 500")
-    if offset < 0:
-        raise ClientException(detail="offset must not be negative")
+    if not 0 <= offset <= MAX_OFFSET:
+        raise ClientException(detail=f"offset must be between 0 and {MAX_OFFSET}")
     return limit, offset
 
 

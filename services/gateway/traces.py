@@ -12,6 +12,7 @@ from litestar.exceptions import ClientException, NotFoundException
 from libs.accounts import AccountUser
 from services.gateway.auth import required_user
 
+MAX_OFFSET = 1_000_000_000
 _COLUMNS = """t.id, t.run_id, t.invocation_id, r.workflow_id, a.credential_id, a.node_id,
               a.node_label, t.source, t.request_type, t.provider, t.model, t.error,
               t.prompt_tokens, t.completion_tokens, t.total_tokens, t.elapsed_ms, t.created_at"""
@@ -47,8 +48,8 @@ class TraceController(Controller):
         search: str | None = None,
         order: str = "desc",
     ) -> dict[str, Any]:
-        if not 1 <= limit <= 200 or offset < 0:
-            raise ClientException(detail="limit must be 1-200 and offset not negative")
+        if not 1 <= limit <= 200 or not 0 <= offset <= MAX_OFFSET:
+            raise ClientException(detail=f"limit must be 1-200 and offset 0-{MAX_OFFSET}")
         if order not in ("asc", "desc"):
             raise ClientException(detail="order must be asc or desc")
         where = ["r.owner_id = $1"]

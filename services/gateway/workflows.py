@@ -7,14 +7,15 @@ from typing import Any
 from litestar import Controller, Request, delete, get, post, put
 from litestar.datastructures import State
 from litestar.di import Provide
-from litestar.exceptions import HTTPException, NotFoundException, PermissionDeniedException
+from litestar.exceptions import HTTPException, NotFoundException
 
 from libs.accounts import AccountUser
 from libs.schedules import CronError, cron_trigger, put_schedule
 from libs.workflow import validate_workflow
 from services.gateway import store, throttle
 from services.gateway.auth import required_user
-from services.gateway.bodies import json_object
+from services.gateway.bodies import json_object, refuse_nul
+from services.gateway.openapi import WORKFLOW, WORKFLOW_LINKS, with_body
 
 _AUTH_TYPES = ("anonymous", "jwt", "header_auth")
 _READ_ONLY = {"id", "owner_id", "created_at", "updated_at", "version"}
@@ -53,6 +54,7 @@ def workflow_json(row: store.WorkflowRow) -> dict[str, Any]:
 
 def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None) -> dict[str, Any]:
     """Merge a request body over the stored workflow (PUT may send only some fields)."""
+    refuse_nul(body, "a workflow")
     current: dict[str, Any] = workflow_json(base) if base else {}
     fields = {
         "name": body.get("name", current.get("name")),
@@ -85,6 +87,13 @@ def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None)
         )
     if not isinstance(fields["sse_node_config"], dict):
         problems.append({"field": "sse_node_config", "message": "must be an object"})
+    # Every column gets the type it is stored as; a wrong type must be a 422, not a 500.
+    if not isinstance(fields["description"], str) or len(fields["description"]) > 10_000:
+        problems.append({"field": "description", "message": "must be a string (max 10000)"})
+    for header in ("auth_header_key", "auth_header_value"):
+        value = fields[header]
+        if value is not None and (not isinstance(value, str) or len(value) > 1_000):
+            problems.append({"field": header, "message": "must be a string (max 1000) or null"})
     issues = validate_workflow(fields["nodes"], fields["edges"])
     problems.extend(
         {
@@ -110,12 +119,15 @@ def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None)
 async def owned(
     request: Request[Any, Any, State], workflow_id: str, user: AccountUser
 ) -> store.WorkflowRow:
+    """The user's workflow; another user's answers 404 exactly like an unknown id."""
     row = await store.get_workflow(request.app.state.ctx.pool, workflow_id)
-    if row is None:
-        raise NotFoundException(detail=f"workflow {workflow_id} not found")
-    if row.owner_id != user.id:
-        raise PermissionDeniedException(detail="this workflow belongs to another user")
+    if row is None or row.owner_id != user.id:
+        raise not_found(workflow_id)
     return row
+
+
+def not_found(workflow_id: str) -> NotFoundException:
+    return NotFoundException(detail=f"workflow {workflow_id} not found")
 
 
 class WorkflowController(Controller):
@@ -123,7 +135,12 @@ class WorkflowController(Controller):
     tags = ["workflows"]
     dependencies = {"user": Provide(required_user)}
 
-    @post("", summary="Create a workflow", status_code=201)
+    @post(
+        "",
+        summary="Create a workflow",
+        status_code=201,
+        operation_class=with_body(WORKFLOW, created=WORKFLOW_LINKS),
+    )
     async def create(self, request: Request[Any, Any, State], user: AccountUser) -> dict[str, Any]:
         fields = workflow_fields(await json_object(request))
         ctx = request.app.state.ctx
@@ -158,7 +175,11 @@ class WorkflowController(Controller):
     ) -> dict[str, Any]:
         return workflow_json(await owned(request, workflow_id, user))
 
-    @put("/{workflow_id:str}", summary="Update a workflow (records a new version)")
+    @put(
+        "/{workflow_id:str}",
+        summary="Update a workflow (records a new version)",
+        operation_class=with_body(WORKFLOW),
+    )
     async def update(
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser
     ) -> dict[str, Any]:

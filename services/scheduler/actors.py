@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -24,10 +25,11 @@ from contracts.runs import RunCompleted, RunRequested
 from contracts.subjects import NO_SERVICE
 from libs import telemetry
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
+from libs.expressions import evaluate_soon
 from libs.service.work import redelivery_delay
 from services.scheduler import tracing
 from services.scheduler.domain import RunState, decide, evolve
-from services.scheduler.domain.decide import DEFAULT_MAX_EVENT_BYTES
+from services.scheduler.domain.decide import DEFAULT_MAX_EVENT_BYTES, Decision
 from services.scheduler.effects import Effects
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,12 @@ class Limits:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _decided(state: RunState, now: int, max_event_bytes: int) -> tuple[RunState, Decision]:
+    """A decision made on a fresh copy of ``state`` (so it can be made again from the start)."""
+    work = state.copy()
+    return work, decide(work, now, max_event_bytes=max_event_bytes)
 
 
 class RunActor:
@@ -210,8 +218,11 @@ class RunActor:
         for _ in range(MAX_CONFLICT_RETRIES):
             state = self.state
             assert state is not None
-            work = state.copy()
-            decision = decide(work, now_ms(), max_event_bytes=self._limits.max_event_bytes)
+            # Deciding evaluates pure nodes' expressions: on this loop only within a small
+            # slice, else (from the start, on a fresh copy) on the evaluation pool.
+            work, decision = await evaluate_soon(
+                functools.partial(_decided, state, now_ms(), self._limits.max_event_bytes)
+            )
             if not decision.batches:
                 return
             expected = state.last_seq

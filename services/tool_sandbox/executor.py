@@ -18,7 +18,12 @@ import httpx
 
 from contracts.tools import SandboxToolDispatched
 from libs.expressions import ExpressionError, build_context
-from services.tool_sandbox.http_node import HttpNodeError, execute_http
+from services.tool_sandbox.http_node import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT_S,
+    HttpNodeError,
+    execute_http,
+)
 from services.tool_sandbox.mcp.client import McpClient
 from services.tool_sandbox.outcome import Outcome
 from services.tool_sandbox.python_tools import PythonToolRunner
@@ -59,11 +64,15 @@ class ToolExecutor:
         mcp: McpClient,
         http: httpx.AsyncClient,
         publisher: PublisherFactory,
+        http_timeout_s: float = DEFAULT_TIMEOUT_S,
+        http_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.skills = skills
         self.python_tools = python_tools
         self.mcp = mcp
         self.http = http
+        self._http_timeout_s = http_timeout_s
+        self._http_max_response_bytes = http_max_response_bytes
         self.publisher = publisher
 
     async def run(
@@ -148,6 +157,8 @@ class ToolExecutor:
                 client=self.http,
                 idempotency_key=ev.idempotency_key,
                 traceparent=traceparent,
+                default_timeout_s=self._http_timeout_s,
+                max_response_bytes=self._http_max_response_bytes,
             )
         except (HttpNodeError, ExpressionError, ValueError) as exc:
             return Outcome.error(str(exc), extra=extra)

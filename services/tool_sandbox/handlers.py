@@ -55,7 +55,13 @@ def register(ctx: ServiceContext) -> None:
     def node_runner() -> NodeRunner:
         nonlocal nodes
         if nodes is None:
-            nodes = NodeRunner(ctx.event_log, runtime.http, credentials=CredentialSource(ctx.nc))
+            nodes = NodeRunner(
+                ctx.event_log,
+                runtime.http,
+                credentials=CredentialSource(ctx.nc),
+                http_timeout_s=ctx.settings.http_timeout_s,
+                http_max_response_bytes=ctx.settings.http_max_response_bytes,
+            )
         return nodes
 
     def tool_calls() -> ToolCalls:

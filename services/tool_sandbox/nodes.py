@@ -21,7 +21,12 @@ from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import ExpressionError, build_context
 from libs.secrets import Masker, mentions_credentials
 from services.tool_sandbox import tracing
-from services.tool_sandbox.http_node import HttpNodeError, execute_http
+from services.tool_sandbox.http_node import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT_S,
+    HttpNodeError,
+    execute_http,
+)
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +92,14 @@ class NodeRunner:
         client: httpx.AsyncClient,
         *,
         credentials: CredentialSource | None = None,
+        http_timeout_s: float = DEFAULT_TIMEOUT_S,
+        http_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self._log = event_log
         self._client = client
         self._credentials = credentials
+        self._http_timeout_s = http_timeout_s
+        self._http_max_response_bytes = http_max_response_bytes
 
     async def run(self, env: Envelope, ev: NodeDispatched, *, redelivered: bool) -> None:
         subject = subjects.node(env.run_id, ev.invocation_id)
@@ -187,6 +196,8 @@ class NodeRunner:
                 client=self._client,
                 idempotency_key=ev.idempotency_key,
                 traceparent=traceparent,
+                default_timeout_s=self._http_timeout_s,
+                max_response_bytes=self._http_max_response_bytes,
             )
         raise ValueError(f"the tool sandbox cannot run {ev.node_type!r} nodes")
 

@@ -100,6 +100,8 @@ class SandboxRuntime:
             mcp=self.mcp,
             http=self.http,
             publisher=self._publisher,
+            http_timeout_s=settings.http_timeout_s,
+            http_max_response_bytes=settings.http_max_response_bytes,
         )
 
     async def _load_server(self, owner: str, connection_id: str) -> McpServer | None:

@@ -110,11 +110,15 @@ class System:
     async def stop(self) -> None:
         await asyncio.gather(*(c.stop(10) for c in self.children.values()))
 
-    async def new_user(self, email: str | None = None) -> tuple[str, str]:
+    async def new_user(
+        self, email: str | None = None, *, is_admin: bool = False
+    ) -> tuple[str, str]:
         """A user of its own and its API key: tests isolate by user."""
         conn = await asyncpg.connect(self.database_url)
         try:
-            user = await create_user(conn, email=email or f"u{time.time_ns()}@test.local")
+            user = await create_user(
+                conn, email=email or f"u{time.time_ns()}@test.local", is_admin=is_admin
+            )
             key = generate_api_key()
             await add_api_key(conn, user.id, key)
             return user.id, key

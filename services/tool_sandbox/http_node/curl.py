@@ -80,12 +80,16 @@ class _Draft:
     urls: list[str] = field(default_factory=list)
     headers: list[tuple[str, str]] = field(default_factory=list)
     data: list[str] = field(default_factory=list)
+    # The option each data piece came from (--data-urlencode pieces are already encoded).
+    data_kinds: list[str] = field(default_factory=list)
     json_body: bool = False
     get: bool = False
     head: bool = False
     follow: bool = False
-    timeout_s: float | None = None
+    timeout: str | None = None
     insecure: bool = False
+    # `user:password` for -u (encoded in `finish`), or a complete header value.
+    basic: str | None = None
     auth: str | None = None
     implicit: dict[str, str] = field(default_factory=dict)
     cookies: list[str] = field(default_factory=list)
@@ -101,9 +105,11 @@ class _Draft:
                 # Reading local files from a workflow would leak the sandbox's disk.
                 self.notes.append(f"{opt} {value!r}: files are not read, sent as literal text")
             self.data.append(value)
+            self.data_kinds.append(opt)
             self.json_body = self.json_body or opt == "--json"
         elif opt == "--data-urlencode":
             self.data.append(_urlencode(value))
+            self.data_kinds.append(opt)
         elif opt == "--url":
             self.urls.append(value)
         elif opt == "-u":
@@ -111,11 +117,11 @@ class _Draft:
                 # curl would prompt for the password; a workflow cannot, so it is empty.
                 self.notes.append("-u without a password: an empty password is used")
                 value += ":"
-            self.auth = "Basic " + base64.b64encode(value.encode()).decode("ascii")
+            self.basic, self.auth = value, None
         elif opt == "--oauth2-bearer":
-            self.auth = f"Bearer {value}"
+            self.basic, self.auth = None, f"Bearer {value}"
         elif opt == "-m":
-            self.timeout_s = _seconds(value)
+            self.timeout = value
         elif opt == "-A":
             self.implicit["User-Agent"] = value
         elif opt == "-e":
@@ -155,6 +161,9 @@ class _Draft:
             self.notes.append(f"malformed header {raw!r} ignored")
 
     def finish(self) -> CurlRequest:
+        timeout_s = _seconds(self.timeout) if self.timeout is not None else None
+        if self.basic is not None:
+            self.auth = "Basic " + base64.b64encode(self.basic.encode()).decode("ascii")
         if not self.urls:
             raise CurlError("invalid cURL command: no URL (give an http:// or https:// URL)")
         if len(self.urls) > 1:
@@ -194,7 +203,7 @@ class _Draft:
             headers=headers,
             body=body,
             follow_redirects=self.follow,
-            timeout_s=self.timeout_s,
+            timeout_s=timeout_s,
             insecure=self.insecure,
             notes=self.notes,
         )
@@ -241,6 +250,11 @@ def _tokens(command: str) -> list[str]:
 
 def parse_curl(command: str) -> CurlRequest:
     """Parse one cURL command line (the leading ``curl`` is optional)."""
+    return parse_draft(command).finish()
+
+
+def parse_draft(command: str) -> _Draft:
+    """The options of one cURL command line, before curl's defaults are applied."""
     draft = _Draft()
     tokens = _tokens(command)
     i = 0
@@ -272,7 +286,7 @@ def parse_curl(command: str) -> CurlRequest:
         else:
             _short_cluster(draft, token, take)
         i += 1
-    return draft.finish()
+    return draft
 
 
 def _short_cluster(draft: _Draft, token: str, take: Callable[[str, str], str]) -> None:

@@ -11,8 +11,9 @@ from urllib.parse import urlsplit
 import httpx
 import msgspec
 
-from libs.expressions import ExpressionContext, render_template
-from services.tool_sandbox.http_node.curl import CurlError, CurlRequest, parse_curl
+from libs.expressions import ExpressionContext, evaluate_off_loop, evaluate_single
+from services.tool_sandbox.http_node.curl import CurlError, CurlRequest
+from services.tool_sandbox.http_node.template import fill_curl
 
 # Request headers whose values are credentials: shown masked in the node output.
 _SECRET_HEADERS = frozenset({"authorization", "cookie", "x-api-key", "proxy-authorization"})
@@ -24,15 +25,19 @@ class HttpNodeError(Exception):
     """The request could not be made or completed. A 4xx/5xx answer is *not* this error."""
 
 
+# Defaults of HEYM_HTTP_TIMEOUT_S and HEYM_HTTP_MAX_RESPONSE_BYTES (libs/config).
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_RESPONSE_BYTES = 5 * 1024 * 1024
+
+
 class _Received(msgspec.Struct, frozen=True):
-    """What came back: status, headers and the (possibly cut) decoded body bytes."""
+    """What came back: status, headers and the decoded body bytes."""
 
     status: int
     headers: dict[str, str]
     charset: str | None
     content_type: str
     content: bytes
-    truncated: bool
 
 
 async def execute_http(
@@ -42,20 +47,22 @@ async def execute_http(
     client: httpx.AsyncClient,
     idempotency_key: str,
     traceparent: str | None = None,
-    default_timeout_s: float = 300.0,
-    max_response_bytes: int = 5 * 1024 * 1024,
+    default_timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> dict[str, Any]:
     """Execute an `http` node and return ``{status, headers, body, request}``.
 
-    The ``curl`` field is rendered as a template, parsed, and its body rendered once more
-    (as Heym does). ``Idempotency-Key`` and ``traceparent`` are added unless the cURL line
+    The ``curl`` field is parsed first and its `$` spans filled in as values afterwards,
+    each encoded for where it stands (see ``template``), exactly once, off the event loop.
+    ``Idempotency-Key`` and ``traceparent`` are added unless the cURL line
     sets them. A ``-m`` timeout bounds the whole exchange, else ``default_timeout_s``.
-    Bodies beyond ``max_response_bytes`` are cut and flagged ``truncated: true``; non-text
-    bodies come back base64-encoded with ``body_encoding: "base64"``. Expression errors
+    A body larger than ``max_response_bytes`` (after decompression) fails the node; it is
+    never read past the limit. Non-text bodies come back base64-encoded with
+    ``body_encoding: "base64"``. Expression errors
     from rendering propagate unchanged; request failures raise ``HttpNodeError``.
     """
-    request = _parse(node_data, ctx)
-    body = render_template(request.body, ctx) if request.body is not None else None
+    request = await evaluate_off_loop(_parse, node_data, ctx)
+    body = request.body
     headers = _outgoing_headers(request.headers, idempotency_key, traceparent)
     timeout_s = request.timeout_s if request.timeout_s is not None else default_timeout_s
     try:
@@ -77,7 +84,7 @@ def _parse(node_data: dict[str, Any], ctx: ExpressionContext) -> CurlRequest:
     if not isinstance(template, str) or not template.strip():
         raise HttpNodeError("invalid cURL command: the node has no `curl` field")
     try:
-        return parse_curl(render_template(template, ctx))
+        return fill_curl(template, lambda span: evaluate_single(span, ctx))
     except CurlError as exc:
         raise HttpNodeError(str(exc)) from exc
 
@@ -117,16 +124,20 @@ async def _send(
     response = await client.send(outgoing, stream=True, follow_redirects=request.follow_redirects)
     chunks: list[bytes] = []
     size = 0
-    truncated = False
+    too_large = HttpNodeError(
+        f"the response from {_host(request.url)} is larger than {limit} bytes "
+        "(HEYM_HTTP_MAX_RESPONSE_BYTES)"
+    )
     try:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise too_large
         # Counted after decompression, so a small gzip bomb cannot exceed the limit either.
         async for chunk in response.aiter_bytes():
-            if size + len(chunk) > limit:
-                chunks.append(chunk[: limit - size])
-                truncated = True
-                break
-            chunks.append(chunk)
             size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
     finally:
         await response.aclose()
     return _Received(
@@ -135,7 +146,6 @@ async def _send(
         charset=response.charset_encoding,
         content_type=response.headers.get("content-type", ""),
         content=b"".join(chunks),
-        truncated=truncated,
     )
 
 
@@ -156,8 +166,6 @@ def _output(
         out["body_encoding"] = "base64"
     else:
         out["body"] = _json_or_text(text)
-    if received.truncated:
-        out["truncated"] = True
     out["request"] = sent
     return out
 
@@ -182,8 +190,7 @@ def _text(received: _Received) -> str | None:
     except LookupError:
         decoder = codecs.getincrementaldecoder("utf-8")(errors)
     try:
-        # A cut body may end inside a character: not final, so that tail is dropped.
-        text = decoder.decode(received.content, final=not received.truncated)
+        text = decoder.decode(received.content, final=True)
     except UnicodeDecodeError:
         return None
     return None if not textual and "\x00" in text else text

@@ -36,6 +36,7 @@ class LocalServer:
 
     def __init__(self) -> None:
         self.seen: list[Seen] = []
+        self.endless_sent = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._server: asyncio.Server | None = None
         self.url = ""
@@ -59,7 +60,10 @@ class LocalServer:
         self._tasks.add(task)
         try:
             seen = await self._read(reader)
-            if seen is not None:
+            if seen is not None and seen.target.startswith("/endless"):
+                self.seen.append(seen)
+                await self._endless(writer)
+            elif seen is not None:
                 self.seen.append(seen)
                 with contextlib.suppress(ConnectionError):
                     writer.write(await self._answer(seen))
@@ -69,6 +73,16 @@ class LocalServer:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
             self._tasks.discard(task)
+
+    async def _endless(self, writer: asyncio.StreamWriter) -> None:
+        """A body without a length that goes on until the client hangs up (capped at 256 MiB)."""
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n")
+        chunk = b"x" * 65536
+        with contextlib.suppress(ConnectionError):
+            while self.endless_sent < 256 * 1024 * 1024:
+                writer.write(chunk)
+                await writer.drain()
+                self.endless_sent += len(chunk)
 
     @staticmethod
     async def _read(reader: asyncio.StreamReader) -> Seen | None:

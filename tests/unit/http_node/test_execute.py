@@ -10,8 +10,14 @@ from typing import Any
 import httpx
 import pytest
 
-from libs.expressions import ExpressionContext
-from services.tool_sandbox.http_node import HttpNodeError, execute_http
+from libs.config import load_settings
+from libs.expressions import ExpressionContext, build_context
+from services.tool_sandbox.http_node import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT_S,
+    HttpNodeError,
+    execute_http,
+)
 from tests.unit.http_node.conftest import PNG, LocalServer
 
 pytestmark = pytest.mark.integration
@@ -62,12 +68,49 @@ async def test_url_headers_and_body_are_templated(
     assert out["request"]["headers"]["X-Text"] == "hi"
 
 
-async def test_body_is_templated_a_second_time_like_heym(
+async def test_values_are_never_evaluated_a_second_time(
     server: LocalServer, ctx: ExpressionContext, client: httpx.AsyncClient
 ) -> None:
-    # The first pass turns `$Input.tpl` into the text `$Input.id`; the body pass resolves it.
+    # Issue #7 item 5: input text `$Input.id` is data; Heym rendered the body again and sent 7.
     await run(f"curl {server.url}/echo -d 'v=$Input.tpl'", ctx, client)
-    assert server.seen[0].body == b"v=7"
+    assert server.seen[0].body == b"v=%24Input.id"
+
+
+async def test_a_value_in_the_url_cannot_change_method_or_headers(
+    server: LocalServer, client: httpx.AsyncClient
+) -> None:
+    attack = "x -H X-Injected:yes -X DELETE"
+    ctx = build_context({"userInput": {"text": attack}}, {})
+    out = await run(f"curl {server.url}/echo?q=$userInput.text", ctx, client)
+    [seen] = server.seen
+    assert seen.method == "GET"
+    assert seen.header("X-Injected") is None
+    assert seen.target == "/echo?q=x%20-H%20X-Injected%3Ayes%20-X%20DELETE"
+    assert out["request"]["method"] == "GET"
+
+
+async def test_a_quote_cannot_break_out_of_a_json_body(
+    server: LocalServer, client: httpx.AsyncClient
+) -> None:
+    attack = 'a", "admin": true, "x": "'
+    ctx = build_context({"userInput": {"text": attack, "n": 3}}, {})
+    await run(
+        f"""curl {server.url}/echo -H 'Content-Type: application/json' """
+        """-d '{"q": "$userInput.text", "n": $userInput.n}'""",
+        ctx,
+        client,
+    )
+    assert json.loads(server.seen[0].body) == {"q": attack, "n": 3}
+
+
+async def test_a_value_cannot_add_a_header_line(
+    server: LocalServer, client: httpx.AsyncClient
+) -> None:
+    ctx = build_context({"userInput": {"text": "v\r\nX-Injected: yes"}}, {})
+    await run(f"curl {server.url}/echo -H 'X-Text: $userInput.text'", ctx, client)
+    [seen] = server.seen
+    assert seen.header("X-Injected") is None
+    assert seen.header("X-Text") == "v  X-Injected: yes"
 
 
 async def test_data_without_method_is_a_post(
@@ -233,12 +276,32 @@ async def test_short_credential_is_hidden_entirely(
     assert out["request"]["headers"]["X-Api-Key"] == "**"
 
 
-async def test_oversized_response_is_truncated_and_flagged(
+def test_default_timeout_and_size_are_far_below_heyms_and_configurable() -> None:
+    # Issue #7 item 9: Heym waited 300 s for an http node without -m.
+    defaults = load_settings({})
+    assert defaults.http_timeout_s == DEFAULT_TIMEOUT_S == 30.0
+    assert defaults.http_max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES == 5 * 1024 * 1024
+    assert execute_http.__kwdefaults__ is not None
+    assert execute_http.__kwdefaults__["default_timeout_s"] == DEFAULT_TIMEOUT_S
+    chosen = load_settings({"HEYM_HTTP_TIMEOUT_S": "5", "HEYM_HTTP_MAX_RESPONSE_BYTES": "4096"})
+    assert (chosen.http_timeout_s, chosen.http_max_response_bytes) == (5.0, 4096)
+
+
+async def test_oversized_response_is_a_clear_node_error(
     server: LocalServer, ctx: ExpressionContext, client: httpx.AsyncClient
 ) -> None:
-    out = await run(f"curl '{server.url}/big?n=5000'", ctx, client, max_response_bytes=1000)
-    assert out["truncated"] is True
-    assert out["body"] == "x" * 1000
+    with pytest.raises(HttpNodeError, match="larger than 1000 bytes"):
+        await run(f"curl '{server.url}/big?n=5000'", ctx, client, max_response_bytes=1000)
+
+
+async def test_an_endless_response_is_not_buffered_past_the_limit(
+    server: LocalServer, ctx: ExpressionContext, client: httpx.AsyncClient
+) -> None:
+    # No Content-Length: the body is read until the limit, then the connection is dropped.
+    limit = 1024 * 1024
+    with pytest.raises(HttpNodeError, match=f"larger than {limit} bytes"):
+        await run(f"curl {server.url}/endless", ctx, client, max_response_bytes=limit)
+    assert server.endless_sent < 64 * limit  # socket buffers hold some; the 256 MiB were not sent
 
 
 async def test_response_at_the_limit_is_not_truncated(
