@@ -11,7 +11,7 @@ import pytest
 from libs.testing.eventually import eventually
 from libs.testing.http_target import HttpTarget
 from libs.testing.model_server import Match, ModelServer, Reply, Rule, Script, ToolCall
-from libs.testing.otlp_receiver import OtlpReceiver
+from libs.testing.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests.e2e.agents.helpers import agent, create, e, model_credential, n
 from tests.e2e.system import System
 from tests.e2e.tracing.conftest import HEADER_SECRET
@@ -164,3 +164,66 @@ async def test_status_api_shows_where_spans_go_but_never_header_values(
     # the headers do reach the collector (exporter auth works), only the API hides them
     await eventually(lambda: receiver.requests, timeout=30)
     assert any(h.get("authorization") == f"Bearer {HEADER_SECRET}" for _, h in receiver.requests)
+
+
+async def test_a_sub_agent_hangs_under_its_orchestrators_tool_call(
+    traced: System, receiver: OtlpReceiver, model: ModelServer
+) -> None:
+    _, key = await traced.new_user()
+    async with traced.client(key) as c:
+        cred = await model_credential(c, model)
+        model.script = Script(
+            rules=[
+                Rule(
+                    when=Match(tool_offered="call_sub_agent", assistant_turns=0),
+                    reply=Reply(
+                        tool_calls=[
+                            ToolCall(
+                                "call_sub_agent",
+                                {"sub_agent_label": "helper", "prompt": "How far is Paris?"},
+                            )
+                        ]
+                    ),
+                ),
+                Rule(when=Match(last_user_contains="How far"), reply=Reply(text="450 km")),
+                Rule(when=Match(tool_result_for="call_sub_agent"), reply=Reply(text="far")),
+            ]
+        )
+        nodes = [
+            n("in", "textInput", "req"),
+            agent("o", "boss", cred, isOrchestrator=True, subAgentLabels=["helper"]),
+            agent("h", "helper", cred, userMessage="$input.text"),
+        ]
+        edges = [
+            e("in", "o"),
+            e("o", "h", source_handle="sub-agents", target_handle="sub-agent-input"),
+        ]
+        wid = await create(c, nodes, edges)
+        r = await c.post(
+            f"/api/workflows/{wid}/execute",
+            json={"text": "go"},
+            headers={"X-Simple-Response": "false"},
+        )
+        assert r.status_code == 200, r.text
+        run_id = r.json()["execution_history_id"]
+    root = await eventually(lambda: receiver.run_span(run_id), timeout=30)
+
+    def tree() -> list[ReceivedSpan] | None:
+        spans = receiver.trace(root.trace_id)
+        return spans if len(spans) >= 7 else None  # run, start, boss, 2 chats, tool, helper
+
+    spans = await eventually(tree, timeout=30)
+    nodes_by_label = {
+        s.attributes["heym.node.label"]: s for s in spans if s.name == "heym.node.execute"
+    }
+    boss, helper = nodes_by_label["boss"], nodes_by_label["helper"]
+    (tool,) = [s for s in spans if s.name == "heym.agent.tool.execute"]
+    assert boss.parent_span_id == root.span_id
+    assert tool.parent_span_id == boss.span_id
+    assert tool.attributes["heym.agent.tool.source"] == "sub_agent"
+    assert helper.parent_span_id == tool.span_id
+    assert helper.attributes["gen_ai.operation.name"] == "invoke_agent"
+    helper_chats = [
+        s for s in spans if s.name.startswith("chat") and s.parent_span_id == helper.span_id
+    ]
+    assert len(helper_chats) == 1
