@@ -107,7 +107,8 @@ def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None)
     )
     problems.extend(throttle.settings_problems(fields["settings"]))
     try:
-        cron_trigger(fields["nodes"])
+        if isinstance(fields["nodes"], list):  # anything else is reported above
+            cron_trigger(fields["nodes"])
     except CronError as exc:
         problems.append({"field": "nodes", "code": "cron_expression", "message": str(exc)})
     if problems:
