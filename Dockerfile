@@ -13,6 +13,7 @@ COPY pyproject.toml README.md ./
 COPY contracts ./contracts
 COPY libs ./libs
 COPY services ./services
+COPY docs ./docs
 RUN pip install . && useradd --system --uid 10001 heym
 USER heym
 

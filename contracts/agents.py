@@ -17,6 +17,7 @@ from typing import Any, Literal
 import msgspec
 
 from contracts.base import Event
+from contracts.memory import MemoryTarget
 from contracts.runs import WorkflowSnapshot
 
 ToolStatus = Literal["success", "error", "pending", "timeout", "cancelled"]
@@ -47,6 +48,8 @@ class AgentRequested(Event, tag="agent.requested", frozen=True):
     trigger_source: str = "API"
     # The run's global variables as snapshotted at its start (`$global`).
     globals: dict[str, Any] = msgspec.field(default_factory=dict)
+    # The node runs on a paused agent's review branch: it may not pause for a review itself.
+    review_branch: bool = False
 
 
 class AgentStarted(Event, tag="agent.started", frozen=True):
@@ -65,6 +68,9 @@ class AgentStarted(Event, tag="agent.started", frozen=True):
     started_at_ms: int = 0
     # Time spent listing the MCP servers' tools (`timing_breakdown.mcp_list_ms`).
     mcp_list_ms: float = 0.0
+    # The memory graphs this run read into its prompt (Heym §7): its own (`own`) and the ones
+    # shared with it (`read` / `write`). Extraction after a success writes `own` and `write`.
+    memory: list[MemoryTarget] = msgspec.field(default_factory=list)
 
 
 class LlmCallRecorded(Event, tag="agent.llm_call", frozen=True):
@@ -132,6 +138,28 @@ class AgentNudged(Event, tag="agent.nudged", frozen=True):
     that may have been lost (all of them are idempotent)."""
 
     reason: str = ""
+
+
+class GuardrailChecked(Event, tag="agent.guardrail_checked", frozen=True):
+    """The resolved user message was classified by the guardrail model before the agent's
+    first model call (Heym §4.1). Recorded, so a replay never classifies again.
+
+    `outcome`: `passed`, `violated` (the node fails without retry, naming `violated` and
+    `severity`), `failed` (the check itself failed: blocked for safety; `retryable` when the
+    guardrail model was unreachable or busy) or `skipped` (empty message, no categories)."""
+
+    outcome: Literal["passed", "violated", "failed", "skipped"]
+    categories: list[str] = msgspec.field(default_factory=list)
+    severity: str = "medium"
+    violated: list[str] = msgspec.field(default_factory=list)
+    error: str | None = None
+    retryable: bool = False
+    model: str = ""
+    usage: dict[str, int] = msgspec.field(default_factory=dict)
+    elapsed_ms: float = 0.0
+    trace: dict[str, Any] = msgspec.field(default_factory=dict)
+    node_id: str = ""
+    node_label: str = ""
 
 
 class AgentFinished(Event, tag="agent.finished", frozen=True):
@@ -240,4 +268,5 @@ AGENT_EVENTS: tuple[type[Event], ...] = (
     ContextCompressed,
     SubAgentDispatched,
     NodeToolDispatched,
+    GuardrailChecked,
 )

@@ -16,7 +16,10 @@ import msgspec
 
 from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
+from contracts.chat import CHAT_EVENTS
+from contracts.memory import MEMORY_EVENTS, MEMORY_WORK_EVENTS
 from contracts.nodes import NODE_EVENTS
+from contracts.review import REVIEW_EVENTS
 from contracts.runs import RUN_LIFECYCLE_EVENTS
 from contracts.schedules import SCHEDULE_EVENTS
 from contracts.tools import SANDBOX_TOOL_EVENTS
@@ -26,7 +29,11 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     *NODE_EVENTS,
     *AGENT_EVENTS,
     *SANDBOX_TOOL_EVENTS,
+    *CHAT_EVENTS,
     *SCHEDULE_EVENTS,
+    *REVIEW_EVENTS,
+    *MEMORY_EVENTS,
+    *MEMORY_WORK_EVENTS,
 )
 
 
@@ -117,11 +124,23 @@ def channels() -> tuple[Channel, ...]:
         AgentRequested,
         AgentStarted,
         ContextCompressed,
+        GuardrailChecked,
         LlmCallRecorded,
         ModelCallFailed,
         SubAgentDispatched,
         ToolCallRecorded,
         ToolCallsDispatched,
+    )
+    from contracts.chat import CHAT_COMMAND_EVENTS, CHAT_TURN_EVENTS
+    from contracts.memory import (
+        MemoryEntityDeleted,
+        MemoryEntityUpserted,
+        MemoryExtractionCompleted,
+        MemoryExtractionMerged,
+        MemoryExtractionReplied,
+        MemoryExtractionRequested,
+        MemoryRelationshipDeleted,
+        MemoryRelationshipUpserted,
     )
     from contracts.nodes import (
         ChildRunStarted,
@@ -132,11 +151,23 @@ def channels() -> tuple[Channel, ...]:
         TimerFired,
         TimerScheduled,
     )
+    from contracts.review import (
+        ChildPaused,
+        ReviewClosed,
+        ReviewDecided,
+        ReviewExpired,
+        ReviewExpiryDue,
+        ReviewOpened,
+        ReviewRequested,
+    )
     from contracts.runs import (
         CancelRequested,
         RunCompleted,
+        RunEndReported,
         RunOutputReady,
+        RunPaused,
         RunRequested,
+        RunResumed,
         RunStarted,
     )
     from contracts.schedules import CronTicked
@@ -167,6 +198,8 @@ def channels() -> tuple[Channel, ...]:
                 TimerScheduled,
                 ChildRunStarted,
                 RunOutputReady,
+                RunPaused,
+                RunResumed,
                 RunCompleted,
             ),
         ),
@@ -175,7 +208,9 @@ def channels() -> tuple[Channel, ...]:
             address="heym.run.{run_id}.node.{invocation_id}",
             writer="executing service (agent_runtime, tool_sandbox, scheduler for child runs)",
             description=(
-                "One node invocation's result: exactly one NodeCompleted or NodeAttemptFailed."
+                "One node invocation's result: exactly one final NodeCompleted or "
+                "NodeAttemptFailed, after one `pending` NodeCompleted per human review "
+                "checkpoint if the node paused."
             ),
             events=(NodeCompleted, NodeAttemptFailed),
         ),
@@ -204,6 +239,27 @@ def channels() -> tuple[Channel, ...]:
             events=(TimerFired,),
         ),
         Channel(
+            name="chat-commands",
+            address="heym.chat.{conversation_id}.cmd",
+            writer="gateway; scheduler (run ends); NATS (timers)",
+            description=(
+                "What comes into a conversation with the Heym Agent from outside: its creation "
+                "and edits, user messages, queue edits, cancellation, the ends of runs the "
+                "assistant started, and its fired timers."
+            ),
+            events=(*CHAT_COMMAND_EVENTS, RunEndReported),
+        ),
+        Channel(
+            name="chat-turns",
+            address="heym.chat.{conversation_id}.turn",
+            writer="agent_runtime (the assistant)",
+            description=(
+                "What the assistant recorded, step by step, before using it: a turn's prompt, "
+                "each model round, each tool's start and end, compressions, the turn's end."
+            ),
+            events=CHAT_TURN_EVENTS,
+        ),
+        Channel(
             name="agent-invocations",
             address="heym.agent.{run_id}.{invocation_id}",
             writer=(
@@ -219,6 +275,7 @@ def channels() -> tuple[Channel, ...]:
                 AgentRequested,
                 SubAgentDispatched,
                 AgentStarted,
+                GuardrailChecked,
                 LlmCallRecorded,
                 ModelCallFailed,
                 ToolCallsDispatched,
@@ -227,6 +284,11 @@ def channels() -> tuple[Channel, ...]:
                 AgentCancelRequested,
                 AgentNudged,
                 AgentFinished,
+                ReviewRequested,
+                ReviewOpened,
+                ReviewDecided,
+                ReviewExpired,
+                ChildPaused,
             ),
         ),
         Channel(
@@ -235,8 +297,47 @@ def channels() -> tuple[Channel, ...]:
             writer="agent_runtime",
             description=(
                 "Work for a service that is not a scheduler decision: an agent's tool call for "
-                "the tool sandbox, and its cancellation. Internal: may change between versions."
+                "the tool sandbox, and its cancellation; an agent run's memory extraction (its "
+                "request, each target's recorded model reply, its end). Internal: may change "
+                "between versions."
             ),
-            events=(SandboxToolDispatched, SandboxToolCancelled),
+            events=(
+                SandboxToolDispatched,
+                SandboxToolCancelled,
+                MemoryExtractionRequested,
+                MemoryExtractionReplied,
+                MemoryExtractionCompleted,
+            ),
+        ),
+        Channel(
+            name="agent-memory",
+            address="heym.memory.{workflow_id}.{node_token}",
+            writer="agent_runtime (extraction after a run), gateway (the memory REST API)",
+            description=(
+                "An agent node's persistent memory graph: every change to its entities and "
+                "relationships, each naming the run or user that wrote it; appended with the "
+                "subject's expected last sequence. The node id is escaped into one token."
+            ),
+            events=(
+                MemoryEntityUpserted,
+                MemoryEntityDeleted,
+                MemoryRelationshipUpserted,
+                MemoryRelationshipDeleted,
+                MemoryExtractionMerged,
+            ),
+        ),
+        Channel(
+            name="review-requests",
+            address="heym.work.{run_id}.review.{request_id}",
+            writer=(
+                "agent_runtime (the request, a cancel), review (opened), NATS (expiry due, a "
+                "scheduled message), gateway (decided)"
+            ),
+            description=(
+                "One human review request's own subject: the review service opens it (token "
+                "drawn once), its expiry fires here, and its end is recorded for the review "
+                "read model. Internal: may change between versions."
+            ),
+            events=(ReviewRequested, ReviewOpened, ReviewExpiryDue, ReviewClosed),
         ),
     )

@@ -43,6 +43,8 @@ class NodeDispatched(Event, tag="node.dispatched", frozen=True):
     trigger_source: str = "API"
     # The run's global variables (`$global` = these overlaid with `vars`).
     globals: dict[str, Any] = msgspec.field(default_factory=dict)
+    # The node runs on a paused agent's `hitl` (review) branch: it may not pause itself.
+    review_branch: bool = False
 
 
 class NodeCompleted(Event, tag="node.completed", frozen=True):

@@ -64,9 +64,16 @@ class RunRequested(Event, tag="run.requested", frozen=True):
     # from the run id) and the sampling decision, taken once when the run was requested.
     # Every span of the run is in this trace; None when tracing was off and nothing called in.
     run_traceparent: str | None = None
+    # Where the scheduler reports the run's end (`RunEndReported`), when someone outside the
+    # run waits on it without holding anything in memory: today a conversation's command
+    # subject (`heym.chat.<conversation>.cmd`, see `subjects.is_report_target`).
+    report_to: str = ""
     # The owner's global variables when the run started (`$global`; a child run gets its
     # parent's, overlaid with the parent's `$vars`). Replay reads these, never the live store.
     globals: dict[str, Any] = msgspec.field(default_factory=dict)
+    # Where the request came from (its Origin, else forwarded headers, else its own base URL):
+    # the base of human review links when HEYM_PUBLIC_URL is not set (Heym §5.3).
+    public_base_url: str = ""
 
 
 class CancelRequested(Event, tag="run.cancel_requested", frozen=True):
@@ -98,10 +105,47 @@ class RunCompleted(Event, tag="run.completed", frozen=True):
     finished_at_ms: int = 0
 
 
+class RunEndReported(Event, tag="run.end_reported", frozen=True):
+    """A run's end, appended by the scheduler to the run's `report_to` subject (message id
+    `run-end-<run>`, so a repeated report is stored once)."""
+
+    run_id: str
+    workflow_id: str
+    workflow_name: str = ""
+    status: Literal["success", "error", "cancelled"] = "success"
+    outputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    error: str | None = None
+    execution_time_ms: float = 0.0
+    finished_at_ms: int = 0
+
+
+class RunPaused(Event, tag="run.paused", frozen=True):
+    """The run waits for a human review (status `pending`): nothing new starts on its main
+    path, what was running has finished. `outputs` are Heym's pending outputs
+    (`{label: pending payload}`); `review` is the innermost paused agent's pending payload
+    (with `reviewUrl`), also for a review inside a sub-agent or a child run."""
+
+    node_id: str
+    request_id: str
+    outputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    review: dict[str, Any] = msgspec.field(default_factory=dict)
+    execution_time_ms: float = 0.0
+
+
+class RunResumed(Event, tag="run.resumed", frozen=True):
+    """The paused node reported again after its review was decided: the run goes on."""
+
+    node_id: str
+    request_id: str
+
+
 RUN_LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     RunRequested,
     CancelRequested,
     RunStarted,
     RunOutputReady,
     RunCompleted,
+    RunEndReported,
+    RunPaused,
+    RunResumed,
 )

@@ -35,6 +35,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # An `http` node's request without `-m` (Heym: 300 s), and the largest response body.
     http_timeout_s: float = 30.0
     http_max_response_bytes: int = 5 * 1024 * 1024
+    # Where the assistant's documentation search reads README.md and docs/ (default: the
+    # source tree the services run from).
+    docs_dir: Path | None = None
+    # Host names (besides loopback and HEYM_HTTP_HOST) MCP clients may use: the MCP endpoints
+    # refuse other Host/Origin headers (DNS-rebinding protection).
+    mcp_allowed_hosts: tuple[str, ...] = ()
     # Retries of a failed model request (429, 5xx, timeout) inside one agent invocation,
     # before the node's own retry policy applies.
     model_retries: int = 3
@@ -45,6 +51,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Back-off before a failed message is delivered again (doubling, at most 30 s); after
     # the consumer's last delivery the work is failed with a recorded error.
     redelivery_backoff_s: float = 1.0
+    # Human review: how long a review link stays valid (hours; an agent node's
+    # `hitlTimeoutHours` overrides it), and the public base of review links (else the base the
+    # run's request came from: its Origin or forwarded headers, Heym §5.3).
+    review_ttl_h: float = 168.0
+    public_url: str | None = None
     # Event log limits.
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
@@ -117,6 +128,21 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    value = _float(env, name, default)
+    if value == 0:
+        raise SettingsError(f"{name} must be more than 0")
+    return value
+
+
+def _public_url(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    if not raw.startswith(("http://", "https://")):
+        raise SettingsError(f"HEYM_PUBLIC_URL must start with http:// or https://, got {raw!r}")
+    return raw.rstrip("/")
+
+
 def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
     raw = (env.get(name) or "").strip().lower()
     if not raw:
@@ -180,6 +206,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             env, "HEYM_MAX_MESSAGE_BYTES", 8 * 1024 * 1024, lo=64 * 1024, hi=64 * 1024 * 1024
         ),
         duplicate_window_s=_float(env, "HEYM_DUPLICATE_WINDOW_S", 600.0),
+        review_ttl_h=_positive(env, "HEYM_REVIEW_TTL_H", 168.0),
+        public_url=_public_url(text("HEYM_PUBLIC_URL")),
         stream_replicas=_int(env, "HEYM_STREAM_REPLICAS", 1, lo=1, hi=5),
         sandbox_concurrency=_int(env, "HEYM_SANDBOX_CONCURRENCY", 64, lo=1, hi=4096),
         sandbox_user_concurrency=_int(env, "HEYM_SANDBOX_USER_CONCURRENCY", 16, lo=1, hi=4096),
@@ -188,6 +216,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         sandbox_bubblewrap=_choice(env, "HEYM_SANDBOX_BUBBLEWRAP", ("auto", "require", "off")),
         skill_runner=_choice(env, "HEYM_SKILL_RUNNER", ("auto", "uv", "python")),
         sandbox_uid_base=_int(env, "HEYM_SANDBOX_UID_BASE", 61000, lo=1000, hi=2**31 - 70000),
+        docs_dir=Path(docs) if (docs := text("HEYM_DOCS_DIR")) else None,
+        mcp_allowed_hosts=tuple(
+            h.strip() for h in (text("HEYM_MCP_ALLOWED_HOSTS") or "").split(",") if h.strip()
+        ),
         otel_enabled=_bool(env, "HEYM_OTEL_ENABLED", False),
         otel_endpoint=text("HEYM_OTEL_EXPORTER_OTLP_ENDPOINT") or "",
         otel_headers=text("HEYM_OTEL_EXPORTER_OTLP_HEADERS") or "",

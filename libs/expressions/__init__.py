@@ -27,6 +27,7 @@ from libs.expressions._modes import (
 )
 from libs.expressions._offload import evaluate_off_loop, evaluate_soon
 from libs.expressions._plain import stringify, to_plain
+from libs.expressions._reference import vocabulary
 from libs.expressions._scanner import Span, find_spans
 from libs.expressions.errors import (
     MAX_EXPRESSION_LENGTH,
@@ -66,4 +67,5 @@ __all__ = [
     "resolve_value",
     "stringify",
     "to_plain",
+    "vocabulary",
 ]

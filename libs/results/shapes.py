@@ -19,7 +19,7 @@ from contracts.nodes import (
     NodeRetryScheduled,
     TimerScheduled,
 )
-from contracts.runs import RunCompleted, RunOutputReady, RunStarted
+from contracts.runs import RunCompleted, RunOutputReady, RunPaused, RunStarted
 
 
 def _sequence(env: Envelope) -> int:
@@ -158,12 +158,13 @@ def sse_frames(
                 "execution_time_ms": ev.execution_time_ms,
             }
         ]
-    if isinstance(ev, RunCompleted):
+    if isinstance(ev, RunCompleted | RunPaused):
+        # A run paused for a human review ends its stream too, with status `pending`.
         return [
             {
                 "type": "execution_complete",
                 "workflow_id": workflow_id,
-                "status": ev.status,
+                "status": ev.status if isinstance(ev, RunCompleted) else "pending",
                 "outputs": strip_private(ev.outputs),
                 "execution_time_ms": ev.execution_time_ms,
             }

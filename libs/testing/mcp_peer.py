@@ -2,7 +2,8 @@
 `mcp` SDK): `python -m libs.testing.mcp_peer --transport sse --port N [--prefix p_]`.
 
 Tools: `echo(text)`, `add(a, b)` (structured result), `fail()` (a tool error), `whoami()`
-(the request's `Authorization` header, to check that configured headers arrive).
+(the request's `Authorization` header, to check that configured headers arrive), `tally(key)`
+(`count=N`: how many times it was called with `key`, to check a call ran once).
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ def build(prefix: str = "") -> MCPServer:
     def fail() -> str:
         """Always fails."""
         raise ValueError("this tool always fails")
+
+    tallies: dict[str, int] = {}
+
+    @app.tool(name=f"{prefix}tally")
+    def tally(key: str) -> str:
+        """Count the calls made with this key."""
+        tallies[key] = tallies.get(key, 0) + 1
+        return f"count={tallies[key]}"
 
     @app.tool(name=f"{prefix}whoami")
     def whoami(ctx: Context) -> str:

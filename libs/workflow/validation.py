@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from contracts.workflows import NODE_TYPES
+from libs.workflow.agent_fields import agent_field_issues
 from libs.workflow.graph import Graph, GraphError
 
 # Documented in docs/security.md. Far above real workflows (tens of nodes), low enough that
@@ -121,6 +122,13 @@ def validate_workflow(nodes: Any, edges: Any) -> list[ValidationIssue]:
                 )
             )
     known = set(ids)
+    agents = {n["id"] for n in nodes if isinstance(n, dict) and n.get("type") == "agent"}
+    for node in nodes:
+        if isinstance(node, dict):
+            issues.extend(
+                ValidationIssue(code=p.code, message=p.message, node_id=p.node_id, field=p.field)
+                for p in agent_field_issues(node, agents)
+            )
     for i, edge in enumerate(edges):
         if not isinstance(edge, dict):
             issues.append(

@@ -36,6 +36,7 @@ from services.agent_runtime.domain import (
     AgentState,
     Cancel,
     Done,
+    Paused,
     Step,
     Unrequested,
     Wait,
@@ -43,7 +44,14 @@ from services.agent_runtime.domain import (
     evolve,
     next_step,
 )
-from services.agent_runtime.steps import Services, StepContext, fail_with, perform
+from services.agent_runtime.steps import (
+    Services,
+    StepContext,
+    fail_with,
+    perform,
+    report_pause,
+    resend_review,
+)
 from services.agent_runtime.tools.plan import plan_tools
 
 log = logging.getLogger(__name__)
@@ -88,6 +96,7 @@ class InvocationActor:
         self._queue: list[tuple[list[Envelope], Msg | None]] = []
         self._task: asyncio.Task[None] | None = None
         self._step: asyncio.Task[None] | None = None
+        self._reported: set[str] = set()
 
     @property
     def busy(self) -> bool:
@@ -195,13 +204,27 @@ class InvocationActor:
                 reason = state.cancel.reason if state.cancel else "cancelled"
                 await effects.cancel_children(ctx.call, pending, reason)
             await effects.deliver(ctx.call, state)
-        elif isinstance(step, Wait) and state.current_turn is not None:
+            await effects.request_extraction(ctx.call, state)
+        elif isinstance(step, Wait | Paused) and state.current_turn is not None:
             turn = state.current_turn
-            waiting = [c for c in turn.missing() if call_id(c) in turn.dispatched]
+            waiting = [
+                c
+                for c in turn.missing()
+                if call_id(c) in turn.dispatched and turn.dispatched[call_id(c)].source != "hitl"
+            ]
             plan = plan_tools(
                 ctx.call, len(state.turns), waiting, ctx.specs(), now_ms=turn.dispatched_at_ms
             )
             await effects.dispatch(ctx.call, plan.dispatches)
+            if isinstance(step, Paused):
+                await resend_review(ctx, step)
+
+    async def _report(self, step: Paused) -> None:
+        """Report a pause up once per process (a reloaded actor reports again: idempotent)."""
+        if step.payload is None or step.request_id in self._reported:
+            return
+        await report_pause(self._context(), step)
+        self._reported.add(step.request_id)
 
     def _next(self, state: AgentState) -> Step:
         return next_step(state, model_attempts=self._model_attempts)
@@ -245,6 +268,9 @@ class InvocationActor:
             state = self.state
             assert state is not None
             step = self._next(state)
+            if isinstance(step, Paused):
+                await self._report(step)
+                return
             if isinstance(step, Wait | Done | Unrequested):
                 return
             ctx = self._context()

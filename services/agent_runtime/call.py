@@ -54,6 +54,7 @@ class AgentCall:
     parent_node_label: str = ""
     globals: dict[str, Any] = field(default_factory=dict)
     correlation_id: str | None = None
+    review_branch: bool = False
     _ctx: ExpressionContext | None = field(default=None, repr=False)
 
     @property
@@ -119,6 +120,7 @@ class AgentCall:
                 test_run=request.test_run,
                 globals=request.globals,
                 correlation_id=run_id,
+                review_branch=request.review_branch,
             )
         return cls._from_sub_agent(run_id, request, requested_at_ms, traceparent)
 

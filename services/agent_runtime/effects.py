@@ -1,6 +1,7 @@
 """What follows a recorded agent step outside its own aggregate, every one idempotent:
 starting the children of dispatched tool calls, delivering the invocation's result (to the
-scheduler, or to the orchestrator that called it), and passing a cancel down to children.
+scheduler, or to the orchestrator that called it), passing a cancel down to children, and
+leaving the memory extraction work item after a success (after the result, never before it).
 
 After a crash the runtime repeats the effects the reloaded state may still owe (`resume`)
 instead of tracking which ones went out: each is an expected-sequence-0 append (a child's
@@ -27,9 +28,12 @@ from contracts.nodes import NodeAttemptFailed, NodeCompleted
 from contracts.runs import CancelRequested
 from contracts.tools import SandboxToolCancelled, tool_result_message_id
 from libs.eventlog import ConcurrencyConflict, EventLog
+from libs.results.node_log import append_result
 from services.agent_runtime import tracing
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import AgentState
+from services.agent_runtime.memory.request import extraction_request, extraction_subject
+from services.agent_runtime.review_effects import close_review
 from services.agent_runtime.tools.plan import Dispatch
 
 log = logging.getLogger(__name__)
@@ -38,6 +42,10 @@ log = logging.getLogger(__name__)
 class Effects:
     def __init__(self, event_log: EventLog) -> None:
         self._log = event_log
+
+    @property
+    def log(self) -> EventLog:
+        return self._log
 
     async def dispatch(self, call: AgentCall, dispatches: list[Dispatch]) -> None:
         """Start every child of a turn at once (sub-agents run in parallel, on any replica)."""
@@ -77,6 +85,9 @@ class Effects:
                 "invocation": "sub_agent_tool",
                 "parent_invocation_id": call.parent_invocation_id,
             }
+        if state.reviews:
+            # The review branch ran at the pause: it never runs again (Heym §5.5).
+            metadata["skip_source_handles"] = ["hitl"]
         result: NodeCompleted | NodeAttemptFailed
         if done.status == "success":
             result = NodeCompleted(
@@ -105,18 +116,16 @@ class Effects:
                 finished_at_ms=done.finished_at_ms,
                 metadata=metadata,
             )
-        try:
-            appended = await self._log.append(
-                subjects.node(call.run_id, call.invocation_id),
-                [result],
-                expected_sequence=0,
-                message_id=f"result-{call.run_id}-{call.invocation_id}",
-                correlation_id=call.correlation_id,
-                traceparent=call.traceparent,
-            )
-        except ConcurrencyConflict:
-            return  # delivered before a crash: there is exactly one result per invocation
-        if not appended.duplicate:
+        # Exactly one final result per invocation, after its pending markers (if it paused).
+        recorded = await append_result(
+            self._log,
+            subjects.node(call.run_id, call.invocation_id),
+            result,
+            message_id=f"result-{call.run_id}-{call.invocation_id}",
+            correlation_id=call.correlation_id,
+            traceparent=call.traceparent,
+        )
+        if recorded:
             tracing.node_done(call, state, result)
 
     async def _to_parent(self, call: AgentCall, state: AgentState, done: AgentFinished) -> None:
@@ -151,6 +160,22 @@ class Effects:
             traceparent=call.traceparent,
         )
 
+    async def request_extraction(self, call: AgentCall, state: AgentState) -> None:
+        """Leave the run's memory extraction as a work item of its own (expected sequence 0:
+        once per invocation, however often this is repeated); the run's answer never waits."""
+        event = extraction_request(call, state)
+        if event is None:
+            return
+        with contextlib.suppress(ConcurrencyConflict):
+            await self._log.append(
+                extraction_subject(call),
+                [event],
+                expected_sequence=0,
+                message_id=f"memory-{call.run_id}-{call.invocation_id}",
+                correlation_id=call.correlation_id,
+                traceparent=call.traceparent,
+            )
+
     async def cancel_children(
         self, call: AgentCall, dispatched: list[DispatchedCall], reason: str
     ) -> None:
@@ -159,6 +184,10 @@ class Effects:
     async def _cancel(self, call: AgentCall, d: DispatchedCall, reason: str) -> None:
         subject: str
         event: Event
+        if d.source == "hitl":
+            with contextlib.suppress(Exception):
+                await close_review(self._log, call, d.target)
+            return
         if d.source == "sub_agent":
             subject, event = (
                 subjects.agent(call.run_id, d.target),

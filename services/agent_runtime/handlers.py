@@ -6,6 +6,8 @@
 - `agent_runtime-agents` on `heym.agent.>`: every event of every agent invocation (its
   request, a child's result, a cancel, a nudge, and its own steps coming back) goes to the
   invocation's actor, which decides and performs the next steps (`actors.py`).
+- `agent_runtime-extraction` on `heym.work.*.agent_runtime.*`: memory extraction work items
+  (`memory/consumer.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from libs.tools import connection_query
 from libs.tools.agent_tools import AgentToolSource
 from services.agent_runtime.actors import InvocationRegistry
 from services.agent_runtime.effects import Effects
+from services.agent_runtime.memory import consumer as memory_consumer
+from services.agent_runtime.memory.context import MemoryReader
 from services.agent_runtime.model import ModelClients
 from services.agent_runtime.steps import Services
 
@@ -55,6 +59,7 @@ def agent_request(ev: NodeDispatched) -> AgentRequested:
         sub_workflows=ev.sub_workflows,
         trigger_source=ev.trigger_source,
         globals=ev.globals,
+        review_branch=ev.review_branch,
     )
 
 
@@ -81,6 +86,7 @@ def register(ctx: ServiceContext) -> None:
                 resolve=resolve,
                 effects=Effects(ctx.event_log),
                 tools=AgentToolSource(ctx.pool, ctx.nc),
+                memory=MemoryReader(ctx.pool),
             )
             registry = InvocationRegistry(
                 ctx.event_log,
@@ -149,3 +155,4 @@ def register(ctx: ServiceContext) -> None:
             on_poison=agent_event_poisoned,
         )
     )
+    memory_consumer.register(ctx, models, resolve)

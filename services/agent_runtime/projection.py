@@ -1,6 +1,7 @@
 """The LLM traces read model (`llm_traces`), projected from agent invocation events.
 
-One row per model call (`chat.completions`) and per compression (`context.compression`). The
+One row per model call (`chat.completions`), per compression (`context.compression`) and per
+guardrail classification (`guardrail_classification`, source `guardrail`). The
 request/response stored are the redacted, bounded copies recorded with each call; the owner
 and workflow come from the run's row (`runs`, written by the history projection) at read time
 join, so this projector needs no state between batches.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contracts import subjects
-from contracts.agents import AgentStarted, ContextCompressed, LlmCallRecorded
+from contracts.agents import AgentStarted, ContextCompressed, GuardrailChecked, LlmCallRecorded
 from contracts.base import Envelope
 from libs.projection.statements import StatementBatch
 
@@ -19,15 +20,15 @@ _INVOCATION = """
     INSERT INTO agent_invocations (run_id, invocation_id, credential_id, node_id, node_label)
     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"""
 
-_TRACE = """
+TRACE = """
     INSERT INTO llm_traces (id, run_id, invocation_id, request_type, model, request, response,
                             prompt_tokens, completion_tokens, total_tokens, elapsed_ms,
-                            created_at, sequence)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                            created_at, sequence, source, error)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
     ON CONFLICT (id) DO NOTHING"""
 
 
-def _invocation(env: Envelope) -> str:
+def invocation_of(env: Envelope) -> str:
     return env.subject.rsplit(".", 1)[-1]
 
 
@@ -50,10 +51,10 @@ class TraceProjector:
             request = ev.trace.get("request", {}) if ev.trace else {}
             response = ev.trace.get("response", {}) if ev.trace else {}
             sql.add(
-                _TRACE,
+                TRACE,
                 envelope.event_id,
                 envelope.run_id,
-                _invocation(envelope),
+                invocation_of(envelope),
                 "chat.completions",
                 ev.model,
                 request,
@@ -64,14 +65,16 @@ class TraceProjector:
                 ev.elapsed_ms,
                 envelope.recorded_at,
                 envelope.sequence,
+                "workflow",
+                None,
                 phase=1,
             )
         elif isinstance(ev, ContextCompressed):
             sql.add(
-                _TRACE,
+                TRACE,
                 envelope.event_id,
                 envelope.run_id,
-                _invocation(envelope),
+                invocation_of(envelope),
                 "context.compression",
                 "",
                 {
@@ -88,5 +91,29 @@ class TraceProjector:
                 ev.elapsed_ms,
                 envelope.recorded_at,
                 envelope.sequence,
+                "workflow",
+                None,
+                phase=1,
+            )
+        elif isinstance(ev, GuardrailChecked) and ev.outcome != "skipped" and ev.model:
+            sql.add(
+                TRACE,
+                envelope.event_id,
+                envelope.run_id,
+                invocation_of(envelope),
+                "guardrail_classification",
+                ev.model,
+                ev.trace.get("request", {}) if ev.trace else {},
+                {"outcome": ev.outcome, "violated": ev.violated, **(ev.trace.get("response") or {})}
+                if ev.trace
+                else {"outcome": ev.outcome, "violated": ev.violated},
+                ev.usage.get("prompt_tokens", 0),
+                ev.usage.get("completion_tokens", 0),
+                ev.usage.get("total_tokens", 0),
+                ev.elapsed_ms,
+                envelope.recorded_at,
+                envelope.sequence,
+                "guardrail",
+                ev.error,
                 phase=1,
             )

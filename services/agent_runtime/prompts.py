@@ -8,6 +8,7 @@ from typing import Any
 
 from libs.expressions import ExpressionError, render_template
 from services.agent_runtime.call import AgentCall
+from services.agent_runtime.tools.review import GUIDANCE as REVIEW_GUIDANCE
 
 
 class PromptError(ValueError):
@@ -79,12 +80,21 @@ def build_messages(call: AgentCall, *, skills_text: str = "") -> list[dict[str, 
         system_parts.append(system)
     if data.get("jsonOutputEnabled"):
         system_parts.append(json_schema_hint(data.get("jsonOutputSchema") or {"type": "object"}))
+    if data.get("hitlEnabled") and call.node_type == "agent":
+        system_parts.append(review_guidance(_render(call, "hitlSummary")))
     user = _render(call, "userMessage", "$input.text") or _inputs_text(call)
     messages: list[dict[str, Any]] = []
     if system_parts:
         messages.append({"role": "system", "content": "\n\n".join(system_parts)})
     messages.append({"role": "user", "content": user})
     return messages
+
+
+def review_guidance(guidelines: str) -> str:
+    """Heym §4.2 item 6.2: the node's HITL guidelines, then how to use the review tool."""
+    parts = [f"Human review guidelines:\n{guidelines}"] if guidelines.strip() else []
+    parts.append(REVIEW_GUIDANCE)
+    return "\n\n".join(parts)
 
 
 def skills_prefix(data: dict[str, Any]) -> str:

@@ -18,6 +18,9 @@ from libs.config import Settings
 from libs.eventlog import EventLogError
 from libs.secrets import SecretBox
 from libs.service import ServiceContext
+from services.gateway.agent_memory import AgentMemoryController
+from services.gateway.chat_log import ChatError
+from services.gateway.chats import ChatController, chat_error_handler
 from services.gateway.credentials import CredentialController
 from services.gateway.errors import RequestGuard, internal_error
 from services.gateway.event_docs import EventDocsController
@@ -28,6 +31,9 @@ from services.gateway.files import FileController
 from services.gateway.global_variables import GlobalVariableController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
+from services.gateway.hitl_api import HitlController, ReviewPageController
+from services.gateway.mcp.endpoint import McpEndpoints
+from services.gateway.mcp.settings_api import McpSettingsController
 from services.gateway.mcp_connections import McpConnectionController
 from services.gateway.observability import ObservabilityController
 from services.gateway.schedules_api import ScheduleController
@@ -51,6 +57,7 @@ def _event_log_unavailable(request: Request[Any, Any, State], exc: Exception) ->
 def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litestar:
     secrets_box = SecretBox.from_setting(settings.require_secret_key())  # fail before opening
     context = ctx or ServiceContext(SERVICE, settings)
+    mcp = McpEndpoints(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -73,6 +80,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             HealthController,
             EventDocsController,
             WorkflowController,
+            AgentMemoryController,
             CredentialController,
             ExecuteController,
             HistoryController,
@@ -82,17 +90,23 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             FileController,
             McpConnectionController,
             UserController,
+            ChatController,
+            McpSettingsController,
             ScheduleController,
             ExecutionTokenController,
             GlobalVariableController,
             ObservabilityController,
+            HitlController,
+            ReviewPageController,
         ],
-        lifespan=[lifespan],
+        lifespan=[lifespan, mcp.lifespan],
+        state=State({"mcp": mcp}),
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
         request_max_body_size=MAX_BODY_BYTES,
         middleware=[RequestGuard()],
         exception_handlers={
             EventLogError: _event_log_unavailable,
+            ChatError: chat_error_handler,
             HTTP_500_INTERNAL_SERVER_ERROR: internal_error,
         },
     )
@@ -101,7 +115,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
 async def serve(settings: Settings) -> None:
     app = create_app(settings)
     config = uvicorn.Config(
-        app,
+        app.state.mcp.wrap(app),  # the MCP transports answer /api/mcp paths before Litestar
         host=settings.http_host,
         port=settings.http_port,
         log_level=settings.log_level.lower(),

@@ -33,6 +33,7 @@ from services.gateway import store, throttle
 from services.gateway.auth import presented_execution_token, required_user, user_unless_token
 from services.gateway.bodies import json_body
 from services.gateway.openapi import EXECUTE, with_body
+from services.gateway.review_links import public_base_url
 from services.gateway.runs import (
     new_run_request,
     request_cancel,
@@ -146,7 +147,11 @@ async def _run_request(request: Request[Any, Any, State], p: _Prepared) -> Any:
         traceparent=request.headers.get("traceparent"),
     )
     # `$global` as it is now, snapshotted into the request (replay never reads the store).
-    return msgspec.structs.replace(run, globals=await global_values(ctx.pool, p.owner))
+    return msgspec.structs.replace(
+        run,
+        globals=await global_values(ctx.pool, p.owner),
+        public_base_url=public_base_url(request),
+    )
 
 
 def _status_code(done: RunCompleted) -> int:
@@ -254,12 +259,22 @@ class ExecuteController(Controller):
                 early_return=True,
                 with_results=not simple,
             )
-        if outcome.completed is None and outcome.early is None:
+        ended = outcome.completed is not None or outcome.early is not None
+        if not ended and outcome.paused is not None:
+            # Paused for a human review (Heym §5.3): the pending outputs, status `pending`.
+            paused = outcome.paused
+            outputs, status, code, elapsed = (
+                paused.outputs,
+                "pending",
+                200,
+                paused.execution_time_ms,
+            )
+        elif not ended:
             return Response(
                 {"execution_id": run_id, "status": "running", "execution_history_id": run_id},
                 status_code=202,
             )
-        if outcome.early is not None:
+        elif outcome.early is not None:
             outputs, status, code, elapsed = outcome.early.outputs, "success", 200, 0.0
         else:
             done = outcome.completed
@@ -338,11 +353,17 @@ class ExecuteController(Controller):
                                 results.append({k: v for k, v in row.items() if k != "type"})
                             if frame["type"] == "execution_complete":
                                 finished = True
+                                pending = frame["status"] == "pending"
                                 if simple:
                                     frame = {
                                         "type": "execution_complete",
                                         "outputs": frame["outputs"],
                                     }
+                                    if pending:  # the client needs it to follow the run
+                                        frame["status"] = "pending"
+                                        frame["execution_history_id"] = (
+                                            None if prepared.test_run else run_id
+                                        )
                                 else:
                                     frame["node_results"] = results
                                     frame[

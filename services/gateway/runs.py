@@ -24,7 +24,9 @@ from contracts.runs import (
     CancelRequested,
     RunCompleted,
     RunOutputReady,
+    RunPaused,
     RunRequested,
+    RunResumed,
     WorkflowSnapshot,
 )
 from libs import telemetry
@@ -58,6 +60,8 @@ class RunOutcome:
     run_id: str
     completed: RunCompleted | None = None
     early: RunOutputReady | None = None
+    # The run waits for a human review (status `pending`).
+    paused: RunPaused | None = None
     node_results: list[dict[str, Any]] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
 
@@ -134,7 +138,7 @@ async def wait_for_outcome(
     """
     outcome = RunOutcome(run_id=run_id)
     deadline = time.monotonic() + timeout
-    while outcome.completed is None and outcome.early is None:
+    while outcome.completed is None and outcome.early is None and outcome.paused is None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
@@ -144,7 +148,9 @@ async def wait_for_outcome(
             _take(outcome, await event_log.replay(run_id), early_return=early_return)
             continue
         _take(outcome, [env], early_return=early_return)
-    if with_results and (outcome.completed is not None or outcome.early is not None):
+    if with_results and (
+        outcome.completed is not None or outcome.early is not None or outcome.paused is not None
+    ):
         outcome.node_results, outcome.children = [], []
         _take(outcome, await event_log.replay(run_id), early_return=early_return, results=True)
     return outcome
@@ -165,6 +171,11 @@ def _take(
             outcome.early = ev
         elif isinstance(ev, RunCompleted):
             outcome.completed = ev
+            outcome.paused = None
+        elif isinstance(ev, RunPaused) and outcome.completed is None:
+            outcome.paused = ev
+        elif isinstance(ev, RunResumed):
+            outcome.paused = None
 
 
 async def request_cancel(event_log: EventLog, run_id: str, reason: str) -> None:

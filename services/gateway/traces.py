@@ -13,10 +13,13 @@ from libs.accounts import AccountUser
 from services.gateway.auth import required_user
 
 MAX_OFFSET = 1_000_000_000
-_COLUMNS = """t.id, t.run_id, t.invocation_id, r.workflow_id, a.credential_id, a.node_id,
-              a.node_label, t.source, t.request_type, t.provider, t.model, t.error,
+_COLUMNS = """t.id, t.run_id, t.invocation_id, r.workflow_id,
+              COALESCE(a.credential_id, t.credential_id) AS credential_id, a.node_id,
+              a.node_label, t.source, t.session_id, t.request_type, t.provider, t.model, t.error,
               t.prompt_tokens, t.completion_tokens, t.total_tokens, t.elapsed_ms, t.created_at"""
-_FROM = """llm_traces t JOIN runs r ON r.run_id = t.run_id
+# Workflow traces take their owner from the run; the assistant's (source dashboard_chat, one
+# per model round, session_id = the conversation) carry their own.
+_FROM = """llm_traces t LEFT JOIN runs r ON r.run_id = t.run_id
            LEFT JOIN agent_invocations a
              ON a.run_id = t.run_id AND a.invocation_id = t.invocation_id"""
 
@@ -45,6 +48,8 @@ class TraceController(Controller):
         workflow_id: str | None = None,
         credential_id: str | None = None,
         request_type: str | None = None,
+        source: str | None = None,
+        status: str | None = None,
         search: str | None = None,
         order: str = "desc",
     ) -> dict[str, Any]:
@@ -52,16 +57,21 @@ class TraceController(Controller):
             raise ClientException(detail=f"limit must be 1-200 and offset 0-{MAX_OFFSET}")
         if order not in ("asc", "desc"):
             raise ClientException(detail="order must be asc or desc")
-        where = ["r.owner_id = $1"]
+        if status not in (None, "error", "success"):
+            raise ClientException(detail="status must be error or success")
+        where = ["COALESCE(r.owner_id, t.owner_id) = $1"]
         args: list[Any] = [user.id]
         for column, value in (
             ("r.workflow_id", workflow_id),
-            ("a.credential_id", credential_id),
+            ("COALESCE(a.credential_id, t.credential_id)", credential_id),
             ("t.request_type", request_type),
+            ("t.source", source),
         ):
             if value:
                 args.append(value)
                 where.append(f"{column} = ${len(args)}")
+        if status:
+            where.append("t.error IS NOT NULL" if status == "error" else "t.error IS NULL")
         if search:
             args.append(f"%{search}%")
             where.append(f"(t.model ILIKE ${len(args)} OR a.node_label ILIKE ${len(args)})")
@@ -82,7 +92,7 @@ class TraceController(Controller):
         pool = request.app.state.ctx.pool
         r = await pool.fetchrow(
             f"SELECT {_COLUMNS}, t.request, t.response FROM {_FROM} "
-            "WHERE t.id = $1 AND r.owner_id = $2",
+            "WHERE t.id = $1 AND COALESCE(r.owner_id, t.owner_id) = $2",
             trace_id,
             user.id,
         )

@@ -10,110 +10,32 @@ from litestar.di import Provide
 from litestar.exceptions import HTTPException, NotFoundException
 
 from libs.accounts import AccountUser
-from libs.schedules import CronError, cron_trigger, put_schedule
-from libs.workflow import validate_workflow
+from libs.schedules import cron_trigger, put_schedule
+from libs.workflow.fields import checked_fields, problem_summary, workflow_json
 from services.gateway import store, throttle
+from services.gateway.agent_checks import agent_problems
 from services.gateway.auth import required_user
 from services.gateway.bodies import json_object, refuse_nul
 from services.gateway.openapi import WORKFLOW, WORKFLOW_LINKS, with_body
 
-_AUTH_TYPES = ("anonymous", "jwt", "header_auth")
-_READ_ONLY = {"id", "owner_id", "created_at", "updated_at", "version"}
-_COLUMNS = {
-    "name",
-    "description",
-    "nodes",
-    "edges",
-    "auth_type",
-    "auth_header_key",
-    "auth_header_value",
-    "sse_enabled",
-    "sse_node_config",
-}
 
-
-def workflow_json(row: store.WorkflowRow) -> dict[str, Any]:
-    return {
-        **row.settings,
-        "id": row.id,
-        "owner_id": row.owner_id,
-        "name": row.name,
-        "description": row.description,
-        "nodes": row.nodes,
-        "edges": row.edges,
-        "auth_type": row.auth_type,
-        "auth_header_key": row.auth_header_key,
-        "auth_header_value": row.auth_header_value,
-        "sse_enabled": row.sse_enabled,
-        "sse_node_config": row.sse_node_config,
-        "version": row.version,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-    }
-
-
-def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None) -> dict[str, Any]:
-    """Merge a request body over the stored workflow (PUT may send only some fields)."""
-    refuse_nul(body, "a workflow")
-    current: dict[str, Any] = workflow_json(base) if base else {}
-    fields = {
-        "name": body.get("name", current.get("name")),
-        "description": body.get("description", current.get("description", "")) or "",
-        "nodes": body.get("nodes", current.get("nodes", [])),
-        "edges": body.get("edges", current.get("edges", [])),
-        "auth_type": body.get("auth_type", current.get("auth_type", "jwt")),
-        "auth_header_key": body.get("auth_header_key", current.get("auth_header_key")),
-        "auth_header_value": body.get("auth_header_value", current.get("auth_header_value")),
-        "sse_enabled": bool(body.get("sse_enabled", current.get("sse_enabled", False))),
-        "sse_node_config": body.get("sse_node_config", current.get("sse_node_config")) or {},
-        "settings": {
-            **(base.settings if base else {}),
-            **{k: v for k, v in body.items() if k not in _COLUMNS and k not in _READ_ONLY},
-        },
-    }
-    problems: list[dict[str, Any]] = []
-    name = fields["name"]
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        problems.append({"field": "name", "message": "name must be a non-empty string (max 200)"})
-    if fields["auth_type"] not in _AUTH_TYPES:
-        problems.append(
-            {"field": "auth_type", "message": f"auth_type must be one of {_AUTH_TYPES}"}
-        )
-    if fields["auth_type"] == "header_auth" and not (
-        fields["auth_header_key"] and fields["auth_header_value"]
-    ):
-        problems.append(
-            {"field": "auth_header_key", "message": "header_auth needs auth_header_key and value"}
-        )
-    if not isinstance(fields["sse_node_config"], dict):
-        problems.append({"field": "sse_node_config", "message": "must be an object"})
-    # Every column gets the type it is stored as; a wrong type must be a 422, not a 500.
-    if not isinstance(fields["description"], str) or len(fields["description"]) > 10_000:
-        problems.append({"field": "description", "message": "must be a string (max 10000)"})
-    for header in ("auth_header_key", "auth_header_value"):
-        value = fields[header]
-        if value is not None and (not isinstance(value, str) or len(value) > 1_000):
-            problems.append({"field": header, "message": "must be a string (max 1000) or null"})
-    issues = validate_workflow(fields["nodes"], fields["edges"])
-    problems.extend(
-        {
-            "field": i.field,
-            "node_id": i.node_id,
-            "edge_id": i.edge_id,
-            "code": i.code,
-            "message": i.message,
-        }
-        for i in issues
-    )
-    problems.extend(throttle.settings_problems(fields["settings"]))
-    try:
-        if isinstance(fields["nodes"], list):  # anything else is reported above
-            cron_trigger(fields["nodes"])
-    except CronError as exc:
-        problems.append({"field": "nodes", "code": "cron_expression", "message": str(exc)})
+async def check_agents(
+    request: Request[Any, Any, State], user: AccountUser, fields: dict[str, Any], wid: str | None
+) -> None:
+    """The agent-node checks that need the database (guardrail credential, memory shares)."""
+    problems = await agent_problems(request.app.state.ctx.pool, user.id, wid, fields["nodes"])
     if problems:
         summary = "; ".join(p["message"] for p in problems[:5])
         raise HTTPException(status_code=422, detail=f"invalid workflow: {summary}", extra=problems)
+
+
+def workflow_fields(body: dict[str, Any], base: store.WorkflowRow | None = None) -> dict[str, Any]:
+    """Merge a request body over the stored workflow; 422 naming every problem found."""
+    refuse_nul(body, "a workflow")
+    fields, problems = checked_fields(body, base)
+    problems.extend(throttle.settings_problems(fields["settings"]))
+    if problems:
+        raise HTTPException(status_code=422, detail=problem_summary(problems), extra=problems)
     return fields
 
 
@@ -144,6 +66,7 @@ class WorkflowController(Controller):
     )
     async def create(self, request: Request[Any, Any, State], user: AccountUser) -> dict[str, Any]:
         fields = workflow_fields(await json_object(request))
+        await check_agents(request, user, fields, None)
         ctx = request.app.state.ctx
         async with ctx.pool.acquire() as conn, conn.transaction():
             row = await store.insert_workflow(conn, user.id, fields)
@@ -186,6 +109,7 @@ class WorkflowController(Controller):
     ) -> dict[str, Any]:
         current = await owned(request, workflow_id, user)
         fields = workflow_fields(await json_object(request), current)
+        await check_agents(request, user, fields, workflow_id)
         ctx = request.app.state.ctx
         async with ctx.pool.acquire() as conn, conn.transaction():
             row = await store.update_workflow(conn, current, fields)

@@ -1,4 +1,5 @@
-"""The review NATS edge: its durable work consumer on `heym.run.*.sched.review`."""
+"""The review service's NATS edge: one durable consumer over the reviews' work items
+(`heym.work.*.review.*`): requests to open, expiry timers firing, and reviews closed."""
 
 from __future__ import annotations
 
@@ -8,22 +9,40 @@ from nats.aio.msg import Msg
 
 from contracts import subjects
 from contracts.base import Envelope
+from contracts.review import ReviewClosed, ReviewExpiryDue, ReviewRequested
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer
+from services.review import store
+from services.review.opening import Reviews
 
 log = logging.getLogger(__name__)
 
 
 def register(ctx: ServiceContext) -> None:
-    async def on_work(envelopes: list[Envelope], msg: Msg) -> None:
+    reviews: Reviews | None = None
+
+    def get() -> Reviews:
+        nonlocal reviews
+        if reviews is None:
+            reviews = Reviews(ctx.nc, ctx.event_log, ctx.pool, ctx.settings)
+        return reviews
+
+    async def on_item(envelopes: list[Envelope], msg: Msg) -> None:
         for env in envelopes:
-            log.debug("review has no handler yet for %s", type(env.event).__name__)
+            ev = env.event
+            if isinstance(ev, ReviewRequested):
+                await get().open(env.run_id, env.subject, ev)
+            elif isinstance(ev, ReviewExpiryDue):
+                await get().expire(env.run_id, ev.request_id)
+            elif isinstance(ev, ReviewClosed):
+                await store.record_closed(ctx.pool, ev, env.recorded_at)
 
     ctx.add_consumer(
         WorkConsumer(
             service=ctx.service,
-            purpose="work",
-            subject=subjects.work_for(ctx.service),
-            handle=on_work,
+            purpose="reviews",
+            subject=subjects.work_items_for(ctx.service),
+            handle=on_item,
+            ack_wait_s=30.0,
         )
     )

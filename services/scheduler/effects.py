@@ -24,10 +24,19 @@ from contracts.nodes import (
     TimerFired,
     TimerScheduled,
 )
-from contracts.runs import CancelRequested, ParentLink, RunCompleted, RunRequested
+from contracts.review import ChildPaused
+from contracts.runs import (
+    CancelRequested,
+    ParentLink,
+    RunCompleted,
+    RunEndReported,
+    RunPaused,
+    RunRequested,
+)
 from contracts.tools import tool_result_message_id
 from libs import telemetry
 from libs.eventlog import ConcurrencyConflict, EventLog
+from libs.results.node_log import append_result
 from services.scheduler import tracing
 from services.scheduler.domain import RunState
 
@@ -49,12 +58,23 @@ class Effects:
                 await self.start_child(state, ev)
             elif isinstance(ev, RunCompleted):
                 await self.run_completed(state, ev)
+            elif isinstance(ev, RunPaused):
+                await self.run_paused(state, ev)
 
     async def resume(self, state: RunState) -> None:
         """Repeat the effects a reloaded run may still owe (all idempotent)."""
         if state.completed is not None:
             await self.run_completed(state, state.completed)
             return
+        if state.run_paused is not None and state.run_paused_node in state.paused:
+            paused = state.paused[state.run_paused_node]
+            review = paused.output if isinstance(paused.output, dict) else {}
+            await self.run_paused(
+                state,
+                RunPaused(
+                    node_id=state.run_paused_node, request_id=state.run_paused, review=review
+                ),
+            )
         for timer in state.timers.values():
             if timer.timer_id not in state.fired:
                 await self.schedule_timer(state.run_id, timer, _run_header(state))
@@ -127,6 +147,47 @@ class Effects:
             traceparent=request.traceparent,
         )
 
+    async def run_paused(self, state: RunState, paused: RunPaused) -> None:
+        """A child run paused for a review: its parent pauses too (an Execute node records a
+        pending result, an agent's sub-workflow call tells the agent), and so on to the root."""
+        parent = state.request.parent
+        if parent is None:
+            return
+        if parent.via == "agent" and parent.tool_call_id:
+            await self._log.append(
+                subjects.agent(parent.run_id, parent.invocation_id),
+                [
+                    ChildPaused(
+                        tool_call_id=parent.tool_call_id,
+                        request_id=paused.request_id,
+                        child=state.run_id,
+                        payload=paused.review,
+                        turn=parent.turn,
+                    )
+                ],
+                message_id=f"paused-{parent.run_id}-{parent.invocation_id}-{paused.request_id}",
+            )
+            return
+        if not parent.wait:
+            return  # nobody waits for a fire-and-forget child: it just stays pending
+        pending = NodeCompleted(
+            invocation_id=parent.invocation_id,
+            node_id=parent.node_id,
+            node_label=parent.node_label,
+            node_type=parent.node_type,
+            status="pending",
+            output=paused.review,
+            attempt=parent.attempt,
+            finished_at_ms=int(time.time() * 1000),
+            metadata={"review_request_id": paused.request_id, "child_run_id": state.run_id},
+        )
+        await append_result(
+            self._log,
+            subjects.node(parent.run_id, parent.invocation_id),
+            pending,
+            message_id=f"pending-{parent.run_id}-{parent.invocation_id}-{paused.request_id}",
+        )
+
     async def schedule_timer(
         self, run_id: str, timer: TimerScheduled, traceparent: str | None = None
     ) -> None:
@@ -193,9 +254,35 @@ class Effects:
         except ConcurrencyConflict:
             log.info("child run %s was already started", started.child_run_id)
 
+    async def report_end(self, state: RunState, done: RunCompleted) -> None:
+        """Tell whoever waits on the run (a conversation) that it ended: an append with a fixed
+        message id, repeated harmlessly after a reload."""
+        target = state.request.report_to
+        if not subjects.is_report_target(target):
+            log.warning("run %s: refusing to report its end to %r", state.run_id, target)
+            return
+        await self._log.append(
+            target,
+            [
+                RunEndReported(
+                    run_id=state.run_id,
+                    workflow_id=state.request.workflow_id,
+                    workflow_name=state.request.workflow_name,
+                    status=done.status,
+                    outputs=done.outputs,
+                    error=done.error,
+                    execution_time_ms=done.execution_time_ms,
+                    finished_at_ms=done.finished_at_ms,
+                )
+            ],
+            message_id=f"run-end-{state.run_id}",
+        )
+
     async def run_completed(self, state: RunState, done: RunCompleted) -> None:
         if done.status == "cancelled":
             await self._cancel_inflight(state, done.error or "parent run cancelled")
+        if state.request.report_to:
+            await self.report_end(state, done)
         parent = state.request.parent
         if parent is not None and parent.via == "agent" and parent.tool_call_id:
             await self._answer_agent(state, parent, done)
@@ -233,19 +320,18 @@ class Effects:
                 output=output,
                 finished_at_ms=done.finished_at_ms,
             )
-        try:
-            appended = await self._log.append(
-                subjects.node(parent.run_id, parent.invocation_id),
-                [result],
-                expected_sequence=0,
-                message_id=f"child-done-{state.run_id}",
-                traceparent=state.request.traceparent,
-            )
-        except ConcurrencyConflict:
+        # After the pending markers of a child that paused for a review, exactly once.
+        recorded = await append_result(
+            self._log,
+            subjects.node(parent.run_id, parent.invocation_id),
+            result,
+            message_id=f"child-done-{state.run_id}",
+            traceparent=state.request.traceparent,
+        )
+        if not recorded:
             log.info("parent %s already has the result of child %s", parent.run_id, state.run_id)
             return
-        if not appended.duplicate:
-            tracing.execute_node_done(state, result)
+        tracing.execute_node_done(state, result)
 
 
 def _run_header(state: RunState) -> str | None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from contracts import subjects
 from contracts.base import Envelope
 from contracts.nodes import NodeCompleted, NodeRetryScheduled
-from contracts.runs import RunCompleted, RunRequested, RunStarted
+from contracts.runs import RunCompleted, RunPaused, RunRequested, RunResumed, RunStarted
 from libs.db.globals import PERSIST_RUN_GLOBALS
 from libs.eventlog.log import utc_from_ms
 from libs.projection.statements import StatementBatch
@@ -44,6 +44,16 @@ _UPDATE_COMPLETED = """
                     execution_time_ms = $6, last_sequence = GREATEST(last_sequence, $7),
                     http_status = $8
     WHERE run_id = $1"""
+
+
+_UPDATE_PAUSED = """
+    UPDATE runs SET status = 'pending', outputs = $2, execution_time_ms = $3,
+                    last_sequence = GREATEST(last_sequence, $4)
+    WHERE run_id = $1 AND finished_at IS NULL"""
+
+_UPDATE_RESUMED = """
+    UPDATE runs SET status = 'running', last_sequence = GREATEST(last_sequence, $2)
+    WHERE run_id = $1 AND finished_at IS NULL"""
 
 
 class HistoryProjector:
@@ -82,6 +92,18 @@ class HistoryProjector:
                 envelope.sequence,
                 phase=1,
             )
+        elif isinstance(event, RunPaused):
+            # Waiting for a human review: the same row goes on after the decision.
+            sql.add(
+                _UPDATE_PAUSED,
+                envelope.run_id,
+                event.outputs,
+                event.execution_time_ms,
+                envelope.sequence,
+                phase=1,
+            )
+        elif isinstance(event, RunResumed):
+            sql.add(_UPDATE_RESUMED, envelope.run_id, envelope.sequence, phase=1)
         elif isinstance(event, RunCompleted):
             finished = (
                 utc_from_ms(event.finished_at_ms) if event.finished_at_ms else envelope.recorded_at

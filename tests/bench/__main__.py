@@ -9,8 +9,11 @@ import sys
 
 from tests.bench import (
     agent_bench,
+    assistant_bench,
     eventlog_bench,
     expressions_bench,
+    memory_bench,
+    review_bench,
     sandbox_bench,
     tracing_bench,
     workflow_bench,
@@ -22,7 +25,10 @@ SUITES = {
     "workflow": workflow_bench.run,
     "agent": agent_bench.run,
     "sandbox": sandbox_bench.run,
+    "assistant": assistant_bench.run,
     "expressions": expressions_bench.run,
+    "review": review_bench.run,
+    "memory": memory_bench.run,
     "tracing": tracing_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.

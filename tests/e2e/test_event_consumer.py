@@ -113,7 +113,16 @@ async def test_asyncapi_documents_every_channel(system: System) -> None:
         "heym.run.*.timer",
         "heym.agent.*.*",
         "heym.work.*.*.*",
+        "heym.memory.*.*",
     } <= addresses
     schemas = doc["components"]["schemas"]
-    for name in ("AgentRequested", "LlmCallRecorded", "AgentFinished", "SandboxToolDispatched"):
+    for name in (
+        "AgentRequested",
+        "LlmCallRecorded",
+        "AgentFinished",
+        "SandboxToolDispatched",
+        "GuardrailChecked",
+        "MemoryEntityUpserted",
+        "MemoryExtractionRequested",
+    ):
         assert name in schemas

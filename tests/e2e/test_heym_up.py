@@ -89,15 +89,17 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
             # Poison: bytes that are no event batch, on every worker's work subject and on the
             # scheduler's feed. Each is rejected once (terminated), never redelivered.
             js = nc.jetstream()
-            for service in ("agent_runtime", "tool_sandbox", "review"):
+            for service in ("agent_runtime", "tool_sandbox"):
                 await js.publish(subjects.run_decisions(run_id, service), b"\x00 not json")
+            # the review service's work is review requests (work items), not decisions
+            await js.publish(subjects.work_item(run_id, "review", "r1"), b"\x00 not json")
             await js.publish(subjects.run_commands(run_id), b'{"type": "oops"}')
 
             async def all_rejected() -> bool:
                 for durable in (
                     "agent_runtime-work",
                     "tool_sandbox-work",
-                    "review-work",
+                    "review-reviews",
                     "scheduler-runs",
                 ):
                     info = await consumer(nc, durable)

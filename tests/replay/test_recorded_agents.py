@@ -4,9 +4,12 @@ For every agent aggregate in a recording (`heym.agent.RUN.<invocation>`: orchest
 sub-agents, agents with compression, tool failures, model retries, sub-workflow tools), the
 invocation's events are folded in order and, before each step the runtime recorded, today's
 `next_step` must pick that step; the tool calls a recorded answer handled at once must get
-the same results and the ones it handed to children the same targets; and a recorded output
-must be rebuilt identically from the fold. Events written by others (the request, a child's
-result, a cancel, a nudge) are folded without a check.
+the same results and the ones it handed to children the same targets; a recorded guardrail
+check must come from a `Classify` step; a recorded output must be rebuilt identically from the
+fold, and so must a recorded memory extraction request. Events written by others (the request,
+a child's result, a cancel, a nudge, a review opened or decided, a child's pause) are folded
+without a check. A human review replays too: the turn that asked for it must ask for the same
+review, and the decision must be applied at the same point (`ApplyDecision`).
 """
 
 from __future__ import annotations
@@ -25,17 +28,28 @@ from contracts.agents import (
     AgentRequested,
     AgentStarted,
     ContextCompressed,
+    GuardrailChecked,
     LlmCallRecorded,
     ModelCallFailed,
     SubAgentDispatched,
     ToolCallRecorded,
     ToolCallsDispatched,
 )
+from contracts.memory import MemoryExtractionRequested
+from contracts.review import (
+    ChildPaused,
+    ReviewDecided,
+    ReviewExpired,
+    ReviewOpened,
+    ReviewRequested,
+)
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import (
     AgentState,
+    ApplyDecision,
     CallModel,
     Cancel,
+    Classify,
     Fail,
     Finish,
     GraceLimit,
@@ -45,8 +59,10 @@ from services.agent_runtime.domain import (
     evolve,
     next_step,
 )
+from services.agent_runtime.memory.request import extraction_request
 from services.agent_runtime.steps.ending import _output
 from services.agent_runtime.tools.plan import plan_tools
+from services.agent_runtime.tools.review import review_plan
 from services.agent_runtime.tools.spec import ToolSpec
 from tests.replay.recordings import RECORDED, Message, load
 
@@ -62,6 +78,10 @@ def _external(message: Message, state: AgentState) -> bool:
         return True
     if all(isinstance(e, AgentCancelRequested | AgentNudged) for e in events):
         return True
+    if all(
+        isinstance(e, ReviewOpened | ReviewDecided | ReviewExpired | ChildPaused) for e in events
+    ):
+        return True  # the review service, a reviewer, a paused child
     turn = state.current_turn
     return (
         len(events) == 1
@@ -71,10 +91,19 @@ def _external(message: Message, state: AgentState) -> bool:
     )
 
 
-def _expected(message: Message) -> type[Step] | tuple[type[Step], ...]:
+def _expected(message: Message, state: AgentState) -> type[Step] | tuple[type[Step], ...]:
     first = message.events[0]
+    review = state.open_review()
+    if (
+        isinstance(first, ToolCallRecorded)
+        and review is not None
+        and review.requested.tool_call_id == first.tool_call_id
+    ):
+        return ApplyDecision
     if isinstance(first, AgentStarted):
         return Start
+    if isinstance(first, GuardrailChecked):
+        return Classify
     if isinstance(first, ModelCallFailed | ContextCompressed):
         return CallModel
     if isinstance(first, LlmCallRecorded):
@@ -106,15 +135,32 @@ def _check_answer(run_id: str, state: AgentState, message: Message) -> None:
     dispatched_at = next(
         (e.dispatched_at_ms for e in message.events if isinstance(e, ToolCallsDispatched)), 0
     )
-    plan = plan_tools(_call(run_id, state), llm.turn, calls, specs, now_ms=dispatched_at)
+    plan = plan_tools(
+        _call(run_id, state),
+        llm.turn,
+        calls,
+        specs,
+        now_ms=dispatched_at,
+        review=review_plan(state),
+    )
     recorded = [e for e in message.events[1:] if isinstance(e, ToolCallRecorded)]
     assert [(r.tool_call_id, r.status, r.result) for r in plan.results] == [
         (r.tool_call_id, r.status, r.result) for r in recorded
     ]
     handed = [c for e in message.events if isinstance(e, ToolCallsDispatched) for c in e.calls]
-    assert [msgspec.to_builtins(d.call) for d in plan.dispatches] == [
+    assert [msgspec.to_builtins(c) for c in plan.waiting] == [
         msgspec.to_builtins(c) for c in handed
     ]
+    asked = [e for e in message.events if isinstance(e, ReviewRequested)]
+    assert [_review(r) for r in plan.reviews] == [_review(r) for r in asked]
+
+
+def _review(requested: ReviewRequested) -> dict[str, Any]:
+    data = msgspec.to_builtins(requested)
+    data.pop("requested_at_ms")
+    for entry in data["hitl_history"]:
+        entry.pop("decidedAt", None)
+    return dict(data)
 
 
 def _check_output(run_id: str, state: AgentState, message: Message) -> None:
@@ -150,7 +196,8 @@ def test_recorded_agents_replay_to_the_same_steps(path: Path) -> None:
         for message in messages:
             if not _external(message, state):
                 step = next_step(state, model_attempts=100)
-                assert isinstance(step, _expected(message)), (subject, message.sequence, step)
+                expected = _expected(message, state)
+                assert isinstance(step, expected), (subject, message.sequence, step)
                 if isinstance(step, CallModel):
                     first = message.events[0]
                     if isinstance(first, LlmCallRecorded | ModelCallFailed):
@@ -164,3 +211,32 @@ def test_recorded_agents_replay_to_the_same_steps(path: Path) -> None:
                 evolve(state, event, message.sequence, at_ms=message.recorded_at_ms)
         assert checked >= 2, subject
         assert state.finished is not None, f"{subject} never finished"
+
+
+MEMORY_RECORDINGS = [
+    p
+    for p in RECORDED
+    if any(isinstance(e, MemoryExtractionRequested) for m in load(p).messages for e in m.events)
+]
+
+
+@pytest.mark.parametrize("path", MEMORY_RECORDINGS, ids=[p.stem for p in MEMORY_RECORDINGS])
+def test_recorded_extraction_requests_are_rebuilt_from_the_invocation(path: Path) -> None:
+    """The memory extraction an agent left behind follows from its own events alone (the
+    graphs it may write were recorded in `agent.started`), so a replay asks for the same."""
+    recording = load(path)
+    run_id = recording.run_id or "RUN"
+    requests = [
+        e for m in recording.messages for e in m.events if isinstance(e, MemoryExtractionRequested)
+    ]
+    for recorded in requests:
+        state = AgentState()
+        for message in recording.messages:
+            if message.aggregate == "agent" and message.subject.endswith(
+                f".{recorded.invocation_id}"
+            ):
+                for event in message.events:
+                    evolve(state, event, message.sequence, at_ms=message.recorded_at_ms)
+        rebuilt = extraction_request(_call(run_id, state), state)
+        assert rebuilt is not None
+        assert recording.comparable(rebuilt) == recording.comparable(recorded)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import msgspec
@@ -45,7 +46,8 @@ def build_app(engine: Engine, closing: asyncio.Event) -> Litestar:
 
     @post("/v1/chat/completions", status_code=200)
     async def chat_completions(request: Request[Any, Any, Any]) -> Response[Any]:
-        return await send(engine.chat(await request.body()))
+        arrived = time.time()
+        return await send(engine.chat(await request.body(), arrived=arrived))
 
     @get("/v1/models")
     async def list_models() -> Response[Any]:

@@ -78,8 +78,9 @@ class Engine:
         with self._lock:
             self._ledger.clear()
 
-    def chat(self, raw: bytes) -> Outcome:
-        """Answer one POST /v1/chat/completions body."""
+    def chat(self, raw: bytes, *, arrived: float | None = None) -> Outcome:
+        """Answer one POST /v1/chat/completions body. `arrived`: when the request reached the
+        server, before its body was parsed (the ledger's `received_at`)."""
         path = "/v1/chat/completions"
         try:
             body = msgspec.json.decode(raw)
@@ -89,21 +90,25 @@ class Engine:
         except (msgspec.DecodeError, InvalidRequest) as exc:
             outcome = Outcome(status=400, body=error_body(str(exc), "invalid_request_error"))
             logged = raw.decode(errors="replace")
-            return self._record("POST", path, logged, outcome, None, outcome.body)
+            return self._record("POST", path, logged, outcome, None, outcome.body, arrived=arrived)
         with self._lock:
             try:
                 index, rule = self._choose(request)
             except Exception as exc:  # a failing in-process predicate is a test bug: say so
                 message = f"[model-server] predicate raised {exc!r}"
                 outcome = Outcome(status=500, body=error_body(message, "server_error"))
-                return self._record("POST", path, body, outcome, None, outcome.body)
+                return self._record(
+                    "POST", path, body, outcome, None, outcome.body, arrived=arrived
+                )
             script = self._script
             seq = self._seq + 1
             if rule is None:
                 outcome, logged_response = self._unmatched(request, script, seq)
             else:
                 outcome, logged_response = self._scripted(rule.reply, request, script, seq)
-            return self._record("POST", path, body, outcome, rule, logged_response, index)
+            return self._record(
+                "POST", path, body, outcome, rule, logged_response, index, arrived=arrived
+            )
 
     def model(self, model_id: str) -> Outcome:
         body = self._model_card(model_id)
@@ -171,12 +176,14 @@ class Engine:
         rule: Rule | None = None,
         response: Any = None,
         index: int | None = None,
+        *,
+        arrived: float | None = None,
     ) -> Outcome:
         with self._lock:
             self._seq += 1
             entry = LedgerEntry(
                 seq=self._seq,
-                received_at=time.time(),
+                received_at=arrived or time.time(),
                 method=method,
                 path=path,
                 body=body,

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.agents import AgentFinished, DispatchedCall
+from services.agent_runtime.domain.guardrail import blocked, needs_classification
+from services.agent_runtime.domain.review import iso_ms, pending_payload
 from services.agent_runtime.domain.state import AgentState, call_id
 
 # Tries of one model call (the first and its retries) before the node's own retry policy.
@@ -25,6 +27,11 @@ RETRY_AFTER_MAX_S = 60.0
 @dataclass(frozen=True)
 class Start:
     """Assemble the prompt and the tools, and record them."""
+
+
+@dataclass(frozen=True)
+class Classify:
+    """Check the user message with the guardrail model before the first model call."""
 
 
 @dataclass(frozen=True)
@@ -82,12 +89,43 @@ class Done:
 
 
 @dataclass(frozen=True)
+class Paused:
+    """Waiting for a human review, this invocation's own or a child's: nothing to do until
+    the decision (or the expiry, or a cancel) lands. `payload` is the pending output to
+    report up (None until the review service has opened the review)."""
+
+    request_id: str
+    payload: dict[str, Any] | None
+    own: bool = True
+
+
+@dataclass(frozen=True)
+class ApplyDecision:
+    """A reviewer decided: record it as the review call's result (and end at once on a
+    refusal); the conversation then goes on from the replayed state."""
+
+    request_id: str
+
+
+@dataclass(frozen=True)
 class Unrequested:
     """Events arrived before the invocation's request (a cancel that raced the dispatch)."""
 
 
 Step = (
-    Start | CallModel | GraceLimit | RunTools | Wait | Finish | Fail | Cancel | Done | Unrequested
+    Start
+    | Classify
+    | CallModel
+    | GraceLimit
+    | RunTools
+    | Wait
+    | Finish
+    | Fail
+    | Cancel
+    | Done
+    | Unrequested
+    | Paused
+    | ApplyDecision
 )
 
 
@@ -101,6 +139,14 @@ def next_step(state: AgentState, *, model_attempts: int = MODEL_ATTEMPTS) -> Ste
         return _cancel(state)
     if state.started is None:
         return Start()
+    review = _review_step(state)
+    if review is not None:
+        return review
+    if needs_classification(state):
+        return Classify()
+    stop = blocked(state.guardrail)
+    if stop is not None:
+        return Fail(error=stop[0], retryable=stop[1])
     turn = state.current_turn
     number = len(state.turns) + 1
     grace = False
@@ -109,11 +155,32 @@ def next_step(state: AgentState, *, model_attempts: int = MODEL_ATTEMPTS) -> Ste
         if undispatched:
             return RunTools(turn=len(state.turns), calls=undispatched)
         if turn.missing():
+            pause = state.child_pause(turn)
+            if pause is not None:
+                return Paused(request_id=pause.request_id, payload=pause.payload, own=False)
             return Wait(on=[turn.dispatched[call_id(c)] for c in turn.missing()])
         if turn.final:
             return Finish(turn=len(state.turns))
         grace = state.model_turns >= state.started.max_tool_iterations
     return _model_call(state, number, grace=grace, attempts=model_attempts)
+
+
+def _review_step(state: AgentState) -> Step | None:
+    review = state.open_review()
+    if review is None:
+        return None
+    if review.decided is not None:
+        return ApplyDecision(request_id=review.requested.request_id)
+    if review.expired is not None:
+        return Fail(
+            error=(
+                f"human review {review.requested.request_id} expired: no decision was made "
+                f"before {iso_ms(review.expired.expires_at_ms)}"
+            ),
+            retryable=False,
+        )
+    payload = pending_payload(review) if review.opened is not None else None
+    return Paused(request_id=review.requested.request_id, payload=payload)
 
 
 def _model_call(state: AgentState, turn: int, *, grace: bool, attempts: int) -> Step:

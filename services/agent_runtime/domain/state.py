@@ -20,6 +20,7 @@ from contracts.agents import (
     AgentStarted,
     ContextCompressed,
     DispatchedCall,
+    GuardrailChecked,
     LlmCallRecorded,
     ModelCallFailed,
     NodeToolDispatched,
@@ -28,10 +29,21 @@ from contracts.agents import (
     ToolCallsDispatched,
 )
 from contracts.base import Event, UnknownEvent
+from contracts.memory import MEMORY_EVENTS, MEMORY_WORK_EVENTS
 from contracts.nodes import NODE_EVENTS, NodeAttemptFailed, NodeCompleted
+from contracts.review import (
+    ChildPaused,
+    ReviewClosed,
+    ReviewDecided,
+    ReviewExpired,
+    ReviewExpiryDue,
+    ReviewOpened,
+    ReviewRequested,
+)
 from contracts.runs import RUN_LIFECYCLE_EVENTS
 from contracts.tools import SANDBOX_TOOL_EVENTS
 from services.agent_runtime.domain.compression_plan import apply_compression, plan_at
+from services.agent_runtime.domain.review import decision_record
 
 Request = AgentRequested | SubAgentDispatched
 
@@ -61,11 +73,24 @@ class Turn:
 
 
 @dataclass
+class Review:
+    """One `request_human_review` of this invocation and what became of it."""
+
+    requested: ReviewRequested
+    sequence: int
+    opened: ReviewOpened | None = None
+    decided: ReviewDecided | None = None
+    expired: ReviewExpired | None = None
+
+
+@dataclass
 class AgentState:
     request: Request | None = None
     requested_at_ms: int = 0
     traceparent: str | None = None
     started: AgentStarted | None = None
+    # The guardrail check of the user message, when the node has guardrails on.
+    guardrail: GuardrailChecked | None = None
     turns: list[Turn] = field(default_factory=list)
     compressions: dict[int, ContextCompressed] = field(default_factory=dict)
     # Failed model requests of the turn being asked (cleared when the turn is recorded).
@@ -76,6 +101,10 @@ class AgentState:
     legacy_result: NodeCompleted | NodeAttemptFailed | None = None
     nudged: int = 0
     last_seq: int = 0
+    # Human reviews this invocation asked for (by request id, in order), and the children
+    # (sub-agents, sub-workflow runs) that reported a pause for a review further down.
+    reviews: dict[str, Review] = field(default_factory=dict)
+    child_pauses: dict[str, ChildPaused] = field(default_factory=dict)
 
     @property
     def is_sub_agent(self) -> bool:
@@ -109,6 +138,29 @@ class AgentState:
             if any(call_id(c) == tool_call_id for c in turn.tool_calls):
                 return turn
         return None
+
+    def open_review(self) -> Review | None:
+        """The review this invocation waits for: asked for, its call not answered yet."""
+        for review in reversed(self.reviews.values()):
+            r = review.requested
+            turn = self.turns[r.turn - 1] if 0 < r.turn <= len(self.turns) else None
+            if turn is None or r.tool_call_id in turn.results:
+                continue
+            sent = turn.dispatched.get(r.tool_call_id)
+            if sent is not None and sent.source != "hitl":
+                continue  # an approved MCP call, running in the sandbox now
+            return review
+        return None
+
+    def child_pause(self, turn: Turn) -> ChildPaused | None:
+        """The latest pause reported by a child this turn still waits for."""
+        found = [
+            p
+            for c in turn.missing()
+            if (p := self.child_pauses.get(call_id(c))) is not None
+            and p.turn in (0, len(self.turns))
+        ]
+        return found[-1] if found else None
 
     def messages(self) -> list[dict[str, Any]]:
         """The conversation as the model saw it before the next call."""
@@ -150,6 +202,9 @@ def evolve(
     elif isinstance(event, AgentStarted):
         if state.started is None:
             state.started = event
+    elif isinstance(event, GuardrailChecked):
+        if state.guardrail is None:  # classified once: a replay never asks again
+            state.guardrail = event
     elif isinstance(event, LlmCallRecorded):
         if event.turn == len(state.turns) + 1:
             state.turns.append(Turn(llm=event))
@@ -162,7 +217,11 @@ def evolve(
         if turn is not None:
             turn.dispatched_at_ms = turn.dispatched_at_ms or event.dispatched_at_ms
             for call in event.calls:
-                turn.dispatched.setdefault(call.tool_call_id, call)
+                held = turn.dispatched.get(call.tool_call_id)
+                if held is not None and held.source == "hitl" and call.source != "hitl":
+                    turn.dispatched[call.tool_call_id] = call  # an approved call goes out
+                else:
+                    turn.dispatched.setdefault(call.tool_call_id, call)
     elif isinstance(event, ToolCallRecorded):
         found = state.turn_of(event.tool_call_id, event.turn)
         if found is not None and state.finished is None:
@@ -180,12 +239,60 @@ def evolve(
             state.finished = event
     elif isinstance(event, NodeCompleted | NodeAttemptFailed):
         state.legacy_result = event
+    elif isinstance(event, ReviewRequested | ReviewOpened | ReviewDecided | ReviewExpired):
+        _review(state, event, sequence)
+    elif isinstance(event, ChildPaused):
+        # A later pause of the same child (its next checkpoint) replaces the earlier one.
+        state.child_pauses[event.tool_call_id] = event
+    elif isinstance(event, ReviewExpiryDue | ReviewClosed):
+        return  # the review service's own work item, never an agent's subject
     elif isinstance(event, NodeToolDispatched):
         return  # an earlier build's canvas tool dispatch; its result arrives as a record
-    elif isinstance(event, (*RUN_LIFECYCLE_EVENTS, *NODE_EVENTS, *SANDBOX_TOOL_EVENTS)):
+    elif isinstance(
+        event,
+        (
+            *RUN_LIFECYCLE_EVENTS,
+            *NODE_EVENTS,
+            *SANDBOX_TOOL_EVENTS,
+            *MEMORY_EVENTS,
+            *MEMORY_WORK_EVENTS,
+        ),
+    ):
         return  # other aggregates' events never belong to an agent's subject
     else:  # pragma: no cover - the catalogue and this fold must grow together
         assert_never(event)  # type: ignore[arg-type]
+
+
+def _review(
+    state: AgentState,
+    event: ReviewRequested | ReviewOpened | ReviewDecided | ReviewExpired,
+    sequence: int,
+) -> None:
+    if isinstance(event, ReviewRequested):
+        state.reviews.setdefault(event.request_id, Review(requested=event, sequence=sequence))
+        return
+    review = state.reviews.get(event.request_id)
+    if review is None:
+        return
+    if isinstance(event, ReviewOpened):
+        review.opened = review.opened or event
+    elif review.decided is None and review.expired is None:
+        # The first end wins (the writers' expected sequences already make it the only one).
+        if isinstance(event, ReviewDecided):
+            review.decided = event
+            r = review.requested
+            turn = state.turns[r.turn - 1] if 0 < r.turn <= len(state.turns) else None
+            if (
+                event.decision != "refused"
+                and r.tool_source == "hitl"
+                and turn is not None
+                and state.finished is None
+            ):
+                # The decision answers the review call (refused: the invocation ends instead;
+                # an approved MCP call is dispatched by the `ApplyDecision` step).
+                turn.results.setdefault(r.tool_call_id, decision_record(review))
+        else:
+            review.expired = event
 
 
 def call_id(tool_call: dict[str, Any]) -> str:

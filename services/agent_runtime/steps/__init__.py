@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from services.agent_runtime.domain import (
+    ApplyDecision,
     CallModel,
     Cancel,
+    Classify,
     Fail,
     Finish,
     GraceLimit,
@@ -12,6 +14,7 @@ from services.agent_runtime.domain import (
     Start,
     Step,
 )
+from services.agent_runtime.steps.classify import classify
 from services.agent_runtime.steps.context import (
     AgentFailed,
     Services,
@@ -20,6 +23,7 @@ from services.agent_runtime.steps.context import (
 )
 from services.agent_runtime.steps.ending import cancel, fail, fail_with, finish
 from services.agent_runtime.steps.model_call import LIMIT_TEXT, call_model, grace_limit
+from services.agent_runtime.steps.review import apply_decision, report_pause, resend_review
 from services.agent_runtime.steps.start import start
 from services.agent_runtime.steps.tools import run_tools
 
@@ -29,6 +33,8 @@ async def perform(ctx: StepContext, step: Step) -> None:
     try:
         if isinstance(step, Start):
             await start(ctx)
+        elif isinstance(step, Classify):
+            await classify(ctx)
         elif isinstance(step, CallModel):
             await call_model(ctx, step)
         elif isinstance(step, GraceLimit):
@@ -41,6 +47,8 @@ async def perform(ctx: StepContext, step: Step) -> None:
             await fail(ctx, step)
         elif isinstance(step, Cancel):
             await cancel(ctx, step)
+        elif isinstance(step, ApplyDecision):
+            await apply_decision(ctx, step)
         else:
             raise TypeError(f"not an executable step: {step!r}")
     except AgentFailed as exc:
@@ -55,4 +63,6 @@ __all__ = [
     "fail_with",
     "now_ms",
     "perform",
+    "report_pause",
+    "resend_review",
 ]

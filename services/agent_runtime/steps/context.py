@@ -13,6 +13,7 @@ from libs.tools.agent_tools import AgentToolSource
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import AgentState
 from services.agent_runtime.effects import Effects
+from services.agent_runtime.memory.context import MemoryReader
 from services.agent_runtime.model import ModelClients
 from services.agent_runtime.tools.spec import ToolSpec
 
@@ -41,6 +42,8 @@ class Services:
     effects: Effects
     # stored skills and MCP tools (libs/tools); None where no database is at hand (tests)
     tools: AgentToolSource | None = None
+    # The memory read model (prompt blocks at start); None runs agents without memory.
+    memory: MemoryReader | None = None
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import Any
 from contracts.agents import AgentFinished, LlmCallRecorded, ToolCallRecorded
 from contracts.base import Event
 from services.agent_runtime.domain import Cancel, Fail, Finish, call_id
+from services.agent_runtime.domain.review import decision_fields
 from services.agent_runtime.result import agent_output
 from services.agent_runtime.steps.context import StepContext, now_ms
 from services.agent_runtime.tools.plan import raw_arguments
@@ -24,6 +25,7 @@ async def finish(ctx: StepContext, step: Finish) -> None:
         [AgentFinished(status="success", output=_output(ctx, llm), finished_at_ms=now_ms())]
     )
     await ctx.services.effects.deliver(ctx.call, ctx.state)
+    await ctx.services.effects.request_extraction(ctx.call, ctx.state)  # after the answer
 
 
 async def fail(ctx: StepContext, step: Fail) -> None:
@@ -96,7 +98,9 @@ def _output(ctx: StepContext, llm: LlmCallRecorded) -> dict[str, Any]:
             parsed = value if isinstance(value, dict) else {"value": value}
     if ctx.call.node_type == "llm":
         return _llm_output(text, llm, parsed)
-    return agent_output(ctx.state, text, model=llm.model, parsed=parsed)
+    output = agent_output(ctx.state, text, model=llm.model, parsed=parsed)
+    output.update(decision_fields(ctx.state))  # after a human review (Heym §4.8)
+    return output
 
 
 def _llm_output(text: str, llm: LlmCallRecorded, parsed: dict[str, Any] | None) -> dict[str, Any]:

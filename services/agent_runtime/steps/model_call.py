@@ -26,7 +26,9 @@ from services.agent_runtime.domain import CallModel, GraceLimit
 from services.agent_runtime.model import ModelError, ModelReply
 from services.agent_runtime.prompts import response_format
 from services.agent_runtime.steps.context import StepContext, now_ms
-from services.agent_runtime.tools.plan import plan_tools
+from services.agent_runtime.steps.review import after_plan, refuse_nested_review
+from services.agent_runtime.tools.plan import ToolPlan, plan_tools
+from services.agent_runtime.tools.review import review_plan
 from services.agent_runtime.tools.spec import ToolSpec
 
 LIMIT_TEXT = "Tool iteration limit reached."
@@ -95,21 +97,21 @@ async def _record_reply(
     llm = _llm_event(ctx, step, reply, messages)
     events: list[Event] = [llm]
     tool_calls = list(reply.message.get("tool_calls") or []) if not step.grace else []
-    dispatches = []
+    plan = ToolPlan()
     if tool_calls:
         now = now_ms()
-        plan = plan_tools(ctx.call, step.turn, tool_calls, specs, now_ms=now)
+        refuse_nested_review(ctx, tool_calls, specs)
+        plan = plan_tools(
+            ctx.call, step.turn, tool_calls, specs, now_ms=now, review=review_plan(ctx.state)
+        )
         events.extend(plan.results)
-        dispatches = plan.dispatches
-        if dispatches:
+        events.extend(plan.reviews)
+        if plan.waiting:
             events.append(
-                ToolCallsDispatched(
-                    turn=step.turn, calls=[d.call for d in dispatches], dispatched_at_ms=now
-                )
+                ToolCallsDispatched(turn=step.turn, calls=plan.waiting, dispatched_at_ms=now)
             )
     await ctx.record(events)
-    if dispatches:
-        await ctx.services.effects.dispatch(ctx.call, dispatches)
+    await after_plan(ctx, plan)
 
 
 def _llm_event(

@@ -1,4 +1,7 @@
-"""The first step: assemble the prompt and the tools (Heym §4.2) and record them."""
+"""The first step: assemble the prompt and the tools (Heym §4.2) and record them.
+
+Memory (§7) is read here, once: the graphs go into the system prompt and the graphs the run
+may write afterwards into `agent.started`, so a replay never reads the read model again."""
 
 from __future__ import annotations
 
@@ -6,8 +9,11 @@ import logging
 from typing import Any
 
 from contracts.agents import AgentStarted
+from services.agent_runtime.memory.context import MemoryPrompt
+from services.agent_runtime.memory.prompt import with_memory
 from services.agent_runtime.prompts import PromptError, build_messages, skills_prefix
 from services.agent_runtime.steps.context import AgentFailed, StepContext, now_ms
+from services.agent_runtime.tools.approval import gate_mcp_tools
 from services.agent_runtime.tools.catalog import build_tools
 
 log = logging.getLogger(__name__)
@@ -42,6 +48,10 @@ async def start(ctx: StepContext) -> None:
             mcp_tools=prepared.mcp_tools if prepared is not None else [],
         )
     )
+    gate_mcp_tools(data, tools, messages)  # HITL + MCP: which calls a human approves first
+    reader = ctx.services.memory
+    memory = await reader.prompt(call) if reader is not None else MemoryPrompt()
+    messages = with_memory(messages, memory.blocks)
     await ctx.record(
         [
             AgentStarted(
@@ -66,6 +76,7 @@ async def start(ctx: StepContext) -> None:
                 depth=call.agent_depth,
                 started_at_ms=now_ms(),
                 mcp_list_ms=prepared.mcp_list_ms if prepared is not None else 0.0,
+                memory=memory.targets,
             )
         ]
     )

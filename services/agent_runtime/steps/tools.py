@@ -7,19 +7,20 @@ from contracts.agents import ToolCallsDispatched
 from contracts.base import Event
 from services.agent_runtime.domain import RunTools
 from services.agent_runtime.steps.context import StepContext, now_ms
+from services.agent_runtime.steps.review import after_plan, refuse_nested_review
 from services.agent_runtime.tools.plan import plan_tools
+from services.agent_runtime.tools.review import review_plan
 
 
 async def run_tools(ctx: StepContext, step: RunTools) -> None:
     now = now_ms()
-    plan = plan_tools(ctx.call, step.turn, step.calls, ctx.specs(), now_ms=now)
-    events: list[Event] = list(plan.results)
-    if plan.dispatches:
-        events.append(
-            ToolCallsDispatched(
-                turn=step.turn, calls=[d.call for d in plan.dispatches], dispatched_at_ms=now
-            )
-        )
+    specs = ctx.specs()
+    refuse_nested_review(ctx, step.calls, specs)
+    plan = plan_tools(
+        ctx.call, step.turn, step.calls, specs, now_ms=now, review=review_plan(ctx.state)
+    )
+    events: list[Event] = [*plan.results, *plan.reviews]
+    if plan.waiting:
+        events.append(ToolCallsDispatched(turn=step.turn, calls=plan.waiting, dispatched_at_ms=now))
     await ctx.record(events)
-    if plan.dispatches:
-        await ctx.services.effects.dispatch(ctx.call, plan.dispatches)
+    await after_plan(ctx, plan)

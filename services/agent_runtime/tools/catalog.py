@@ -12,6 +12,7 @@ from typing import Any
 from contracts.workflows import TARGET_TOOL_INPUT
 from libs.tools.agent_tools import mcp_call_meta
 from services.agent_runtime.call import AgentCall
+from services.agent_runtime.tools.review import review_tool
 from services.agent_runtime.tools.spec import ToolSpec, object_schema
 
 _TERMINAL_MAPPERS = {"jsonOutputMapper", "htmlOutputMapper"}
@@ -54,21 +55,7 @@ def build_tools(
                 )
             )
     if data.get("hitlEnabled"):
-        tools.append(
-            ToolSpec(
-                name="request_human_review",
-                source="hitl",
-                description="Ask a human to review and approve before a sensitive action.",
-                parameters=object_schema(
-                    {
-                        "summary": {"type": "string"},
-                        "review_markdown": {"type": "string"},
-                        "reason": {"type": "string"},
-                    },
-                    ["review_markdown"],
-                ),
-            )
-        )
+        tools.append(review_tool())
     for skill in (data.get("skills") if skills is None else skills) or []:
         if not isinstance(skill, dict):
             continue

@@ -2,11 +2,13 @@
 a result computed here at once, or a dispatch to the aggregate that runs it.
 
 Here, at once: canvas nodes the runtime evaluates itself (generic pure nodes), calls that are
-refused (unknown tool, malformed arguments, a limit reached) and the review tool until it is
-enabled. Elsewhere, by one event each: sub-agents (their own aggregate), sub-workflows (a
-child run through the scheduler), and the tool sandbox's sources (python, skill, mcp, canvas
-`http` nodes). A planned dispatch is deterministic for a given call and clock, so a runtime
-that re-drives after a crash re-sends the same events (each is idempotent).
+refused (unknown tool, malformed arguments, a limit reached). A `request_human_review` call
+becomes a `ReviewRequested` recorded with the turn, and the invocation pauses; the turn's other
+calls are not run (Heym runs the review first and drops the rest). Elsewhere, by one event
+each: sub-agents (their own aggregate), sub-workflows (a child run through the scheduler), and
+the tool sandbox's sources (python, skill, mcp, canvas `http` nodes). A planned dispatch is
+deterministic for a given call and clock, so a runtime that re-drives after a crash re-sends
+the same events (each is idempotent).
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from typing import Any
 
 from contracts.agents import DispatchedCall, ToolCallRecorded
 from contracts.base import Event
+from contracts.review import ReviewRequested
 from contracts.runs import RunRequested
 from libs import telemetry
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import call_id, tool_name
 from services.agent_runtime.tools import delegation
 from services.agent_runtime.tools.local import run_local_node
+from services.agent_runtime.tools.review import ReviewPlan, gate_call, gated, review_call
 from services.agent_runtime.tools.spec import ToolOutcome, ToolSpec
 
 
@@ -43,6 +47,19 @@ class Dispatch:
 class ToolPlan:
     results: list[ToolCallRecorded] = field(default_factory=list)
     dispatches: list[Dispatch] = field(default_factory=list)
+    # A review the turn asks for (recorded with the turn; its call waits for the decision).
+    reviews: list[ReviewRequested] = field(default_factory=list)
+
+    @property
+    def waiting(self) -> list[DispatchedCall]:
+        """Every call of the turn that someone else answers later."""
+        held = [
+            DispatchedCall(
+                tool_call_id=r.tool_call_id, name=r.tool_name, source="hitl", target=r.request_id
+            )
+            for r in self.reviews
+        ]
+        return [d.call for d in self.dispatches] + held
 
 
 def plan_tools(
@@ -52,11 +69,25 @@ def plan_tools(
     specs: dict[str, ToolSpec],
     *,
     now_ms: int,
+    review: ReviewPlan | None = None,
 ) -> ToolPlan:
     plan = ToolPlan()
+    asked = _review_asked(call, turn, tool_calls, specs, review, now_ms=now_ms)
+    if isinstance(asked, ReviewRequested):
+        plan.reviews.append(asked)
     for tool_call in tool_calls:
         started = time.perf_counter()
-        outcome = _route(call, turn, tool_call, specs, now_ms=now_ms)
+        outcome: ToolOutcome | Dispatch
+        if isinstance(asked, ReviewRequested) and call_id(tool_call) == asked.tool_call_id:
+            continue
+        spec = specs.get(tool_name(tool_call))
+        is_review = spec is not None and spec.source == "hitl"
+        if review is not None and (
+            isinstance(asked, ReviewRequested) or (asked is not None and is_review)
+        ):
+            outcome = _beside_review(tool_call, specs, asked, review)
+        else:
+            outcome = _route(call, turn, tool_call, specs, now_ms=now_ms)
         if isinstance(outcome, Dispatch):
             plan.dispatches.append(outcome)
             continue
@@ -72,6 +103,53 @@ def plan_tools(
             )
         )
     return plan
+
+
+def _review_asked(
+    call: AgentCall,
+    turn: int,
+    tool_calls: list[dict[str, Any]],
+    specs: dict[str, ToolSpec],
+    review: ReviewPlan | None,
+    *,
+    now_ms: int,
+) -> ReviewRequested | str | None:
+    """The turn's first review call, as the request it makes; its id when it is answered at
+    once instead (already approved, bad arguments); None when the turn asks for no review."""
+    if review is None:
+        return None
+    for tool_call in tool_calls:
+        spec = specs.get(tool_name(tool_call))
+        if spec is not None and spec.source == "hitl":
+            if review.approved is not None:
+                return call_id(tool_call)
+            return review_call(call, turn, tool_call, review, now_ms=now_ms)
+        if spec is not None and gated(spec, review):
+            # an MCP call the policy gates pauses with its planned arguments (§5.2)
+            return gate_call(call, turn, tool_call, spec, review, now_ms=now_ms)
+    return None
+
+
+def _beside_review(
+    tool_call: dict[str, Any],
+    specs: dict[str, ToolSpec],
+    asked: ReviewRequested | str | None,
+    review: ReviewPlan,
+) -> ToolOutcome:
+    """Calls made in the same turn as a review request: the first review call answered at
+    once after an edit, a second review call, or another tool (not run before the review)."""
+    spec = specs.get(tool_name(tool_call))
+    if isinstance(asked, str) and call_id(tool_call) == asked:
+        return ToolOutcome(
+            result={"status": "already_approved", "approved_markdown": review.approved}
+        )
+    if spec is not None and spec.source == "hitl":
+        return ToolOutcome.error("only one human review can be requested per turn")
+    return ToolOutcome.error(
+        "not run: a human review was requested in the same turn; call this tool again after "
+        "the review if it is still needed",
+        status="cancelled",
+    )
 
 
 def record(
@@ -131,7 +209,7 @@ def _route(
     cid = call_id(tool_call)
     try:
         if spec.source == "hitl":
-            return ToolOutcome.error("human review is not enabled in this deployment yet")
+            return ToolOutcome.error("human review is not available here")
         if spec.source == "node_tool":
             local = run_local_node(call, spec.meta["node"], args)
             if local is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from contracts.workflows import HANDLE_HITL
 from libs.expressions import ExpressionContext, build_context
 from services.scheduler.domain.state import SUCCESS, RunState
 
@@ -76,6 +77,9 @@ def direct_inputs(state: RunState, node_id: str) -> dict[str, Any]:
     for e in edges or ():
         if state.status.get(e.source) == SUCCESS and e.source in state.outputs:
             found[graph.labels[e.source]] = state.outputs[e.source]
+        elif e.source_handle == HANDLE_HITL and e.source in state.paused:
+            # The review branch runs with the paused agent's pending payload.
+            found[graph.labels[e.source]] = state.paused[e.source].output
     return found
 
 
@@ -88,8 +92,12 @@ def upstream_outputs(state: RunState, node_id: str) -> dict[str, Any]:
             for n, out in state.outputs.items()
             if state.status.get(n) == SUCCESS and n != node_id
         }
-    return {
+    found = {
         graph.labels[a]: state.outputs[a]
         for a in graph.ancestors[node_id]
         if state.status.get(a) == SUCCESS and a in state.outputs
     }
+    for a in graph.ancestors[node_id]:
+        if a in state.paused and graph.labels[a] not in found:
+            found[graph.labels[a]] = state.paused[a].output
+    return found

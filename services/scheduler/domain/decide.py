@@ -37,6 +37,7 @@ from services.scheduler.domain.evolve import evolve
 from services.scheduler.domain.execute_node import child_inputs
 from services.scheduler.domain.nodes import PURE_NODES, Outcome
 from services.scheduler.domain.outputs import final_outputs
+from services.scheduler.domain.pause import pause_event, resumed_event
 from services.scheduler.domain.state import SUCCESS, WAITING, RunState
 
 
@@ -106,6 +107,9 @@ class _Decider:
         if s.cancel_requested:
             self._finish("cancelled", error=s.cancel_reason or "cancelled")
             return
+        resumed = resumed_event(s)
+        if resumed is not None:
+            self.emit(resumed)
         while True:
             progressed = self._resolve_failures()
             progressed = self._fire_timers() or progressed
@@ -113,7 +117,10 @@ class _Decider:
             if progressed:
                 continue
             if s.inflight or s.timers or s.failures:
-                return  # waiting for a service, a child run or a timer
+                paused = pause_event(s, self.now)
+                if paused is not None:
+                    self.emit(paused)
+                return  # waiting for a service, a child run, a timer or a human review
             if s.first_error is not None and s.graph.error_handlers and not s.error_flow:
                 for handler in s.graph.error_handlers:
                     self._start(handler, attempt=1)
@@ -127,6 +134,9 @@ class _Decider:
             pool: list[str] = [n for n in s.graph.order if n in s.graph.error_flow]
         elif s.first_error is None:
             pool = s.graph.main
+            if s.paused:
+                # Paused for a review: only the review branches run; the main path waits.
+                pool = [n for n in pool if n in s.review_branch]
         else:
             return False  # a failed run schedules nothing new; in-flight work drains
         progressed = False
@@ -225,6 +235,7 @@ class _Decider:
             test_run=s.request.test_run,
             trigger_source=s.request.trigger_source,
             globals=s.request.globals,
+            review_branch=nid in s.review_branch,
             **agent_context(s, nid),
         )
         why = too_large(dispatch, self.max_bytes)

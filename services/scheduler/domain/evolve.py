@@ -12,6 +12,7 @@ from typing import Any, assert_never
 
 from contracts.agents import AGENT_EVENTS
 from contracts.base import Event, UnknownEvent
+from contracts.memory import MEMORY_EVENTS, MEMORY_WORK_EVENTS
 from contracts.nodes import (
     ChildRunStarted,
     NodeAttemptFailed,
@@ -21,16 +22,19 @@ from contracts.nodes import (
     TimerFired,
     TimerScheduled,
 )
+from contracts.review import REVIEW_EVENTS
 from contracts.runs import (
     CancelRequested,
     RunCompleted,
     RunOutputReady,
+    RunPaused,
     RunRequested,
+    RunResumed,
     RunStarted,
 )
 from contracts.schedules import SCHEDULE_EVENTS
 from contracts.tools import SANDBOX_TOOL_EVENTS
-from contracts.workflows import HANDLE_DONE, HANDLE_ERROR, HANDLE_LOOP
+from contracts.workflows import HANDLE_DONE, HANDLE_ERROR, HANDLE_HITL, HANDLE_LOOP
 from libs.workflow.graph import Edge
 from services.scheduler.domain.state import (
     DONE,
@@ -82,6 +86,7 @@ def _apply(state: RunState, event: Event) -> None:
         if not was_inflight and state.status.get(event.node_id) in DONE:
             return  # a late report for a node already decided
         state.status[event.node_id] = FAILED
+        state.paused.pop(event.node_id, None)
         state.attempts[event.node_id] = event.attempt
         state.failures[event.node_id] = event
         _drop_timers(state, event.node_id)
@@ -98,6 +103,9 @@ def _apply(state: RunState, event: Event) -> None:
             state.fired.append(event.timer_id)
     elif isinstance(event, NodeCompleted):
         _issued(state, event.invocation_id)
+        if event.status == "pending":
+            _paused(state, event)
+            return
         state.inflight.pop(event.invocation_id, None)
         state.failures.pop(event.node_id, None)
         _drop_timers(state, event.node_id)
@@ -109,8 +117,23 @@ def _apply(state: RunState, event: Event) -> None:
         state.output_ready = True
     elif isinstance(event, RunCompleted):
         state.completed = event
-    elif isinstance(event, (*AGENT_EVENTS, *SANDBOX_TOOL_EVENTS, *SCHEDULE_EVENTS)):
-        return  # agent histories, work items and cron ticks: not a run's events
+    elif isinstance(event, RunPaused):
+        state.run_paused = event.request_id
+        state.run_paused_node = event.node_id
+    elif isinstance(event, RunResumed):
+        state.run_paused = None
+    elif isinstance(
+        event,
+        (
+            *AGENT_EVENTS,
+            *SANDBOX_TOOL_EVENTS,
+            *SCHEDULE_EVENTS,
+            *REVIEW_EVENTS,
+            *MEMORY_EVENTS,
+            *MEMORY_WORK_EVENTS,
+        ),
+    ):
+        return  # agent histories, work items, cron ticks, reviews, memory: not a run's events
     else:  # pragma: no cover - the catalogue and this fold must grow together
         assert_never(event)  # type: ignore[arg-type]
 
@@ -127,6 +150,38 @@ def _drop_timers(state: RunState, node_id: str) -> None:
             state.fired.remove(tid)
 
 
+# -- human review -------------------------------------------------------------------------------
+
+
+def _paused(state: RunState, event: NodeCompleted) -> None:
+    """A node paused for a human review (its invocation goes on: it stays in flight). Its
+    `hitl` branch runs now with the pending payload; for a later checkpoint it runs again."""
+    nid = event.node_id
+    graph = state.graph
+    if nid not in graph.nodes or nid in graph.pre_skipped:
+        return
+    if event.invocation_id not in state.inflight or state.status.get(nid) in DONE:
+        return  # a late marker for an invocation already ended
+    state.paused[nid] = event
+    state.status[nid] = SCHEDULED
+    edges = [e for e in graph.out_edges.get(nid, []) if e.source_handle == HANDLE_HITL]
+    if not edges:
+        return
+    branch = graph.reachable(e.target for e in edges)
+    if nid in state.hitl_fired:
+        if any(state.status.get(n) in (SCHEDULED, WAITING, FAILED) for n in branch):
+            return  # the branch of the last checkpoint is still running: it is not doubled
+        _reset(state, branch, running={nid})
+    state.hitl_fired.add(nid)
+    state.review_branch |= branch
+    for e in edges:
+        state.counts[e.target] = state.counts.get(e.target, 0) - 1
+
+
+def pending_request(event: NodeCompleted) -> str:
+    return str(event.metadata.get("review_request_id") or event.invocation_id)
+
+
 # -- completion and propagation ----------------------------------------------------------------
 
 
@@ -135,13 +190,11 @@ def complete(state: RunState, event: NodeCompleted) -> None:
     graph = state.graph
     if nid not in graph.nodes or nid in graph.pre_skipped:
         return  # sub-agents and tool nodes run inside an agent, never as workflow nodes
+    state.paused.pop(nid, None)
     if event.status == "error":
         state.status[nid] = ERROR
         if state.first_error is None and nid not in graph.error_flow:
             state.first_error = event
-        return
-    if event.status == "pending":
-        state.status[nid] = SCHEDULED
         return
     if event.status == SKIPPED:
         state.status[nid] = SKIPPED
@@ -170,6 +223,12 @@ def _apply_node_effects(
     handles = event.metadata.get("skip_source_handles") or output.get("_skip_source_handles")
     if handles:
         state.ignored_handles[nid] = {str(h) for h in handles}
+    if nid in state.hitl_fired:
+        # The review branch ran at the pause: it never runs again after the resume.
+        state.ignored_handles.setdefault(nid, set()).add(HANDLE_HITL)
+    elif any(e.source_handle == HANDLE_HITL for e in graph.out_edges.get(nid, [])):
+        # Heym also ran the review branch when the agent finished without pausing: fixed.
+        _skip_branches(state, nid, keep=lambda e: e.source_handle != HANDLE_HITL)
     if ntype == "variable" and "name" in output:
         state.vars[str(output["name"])] = output.get("value")
     if ntype == "disableNode":

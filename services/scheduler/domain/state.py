@@ -70,6 +70,14 @@ class RunState:
     # `$credentials` of the run's owner, decrypted when the run is loaded. Never recorded:
     # expressions use them and every recorded output is masked with them.
     credentials: dict[str, str] = field(default_factory=dict, repr=False)
+    # Human review: nodes paused (their latest pending result), the nodes of the review
+    # branches fired at a pause, the nodes that ever paused, and the review the run's last
+    # `run.paused` announced (None while it runs).
+    paused: dict[str, NodeCompleted] = field(default_factory=dict)
+    review_branch: set[str] = field(default_factory=set)
+    hitl_fired: set[str] = field(default_factory=set)
+    run_paused: str | None = None
+    run_paused_node: str = ""
 
     @classmethod
     def from_request(cls, run_id: str, request: RunRequested, sequence: int) -> RunState:
@@ -104,6 +112,9 @@ class RunState:
             timers=dict(self.timers),
             fired=list(self.fired),
             children=dict(self.children),
+            paused=dict(self.paused),
+            review_branch=set(self.review_branch),
+            hitl_fired=set(self.hitl_fired),
         )
 
     @property

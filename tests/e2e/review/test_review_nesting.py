@@ -1,0 +1,270 @@
+"""Reviews at any depth (beyond Heym, which fails such runs): two checkpoints in one run, and
+a review inside a sub-agent, inside a sub-workflow called as an agent tool, and inside an
+Execute node's child run. Each pauses the root run (status `pending`, the review link in its
+outputs); the decision resumes the innermost invocation, then its parents, each by replay."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from libs.testing.http_target import HttpTarget
+from libs.testing.model_server import Match, ModelServer, Reply, Rule, Script, ToolCall
+from tests.e2e.agents.helpers import agent, create, e, model_credential, n
+from tests.e2e.review.helpers import (
+    drafting_rules,
+    review_workflow,
+    token_of,
+    wait_entry,
+    wait_status,
+)
+from tests.e2e.system import System
+
+pytestmark = pytest.mark.e2e
+
+WRITER = "You are WRITER."
+OUTER = "You are OUTER."
+
+
+def writer_rules() -> list[Rule]:
+    return [
+        Rule(
+            name="writer-draft",
+            when=Match(system_contains=WRITER, assistant_turns=0),
+            reply=Reply(
+                tool_calls=[ToolCall("request_human_review", {"review_markdown": "Inner draft"})]
+            ),
+        ),
+        Rule(
+            name="writer-done",
+            when=Match(system_contains=WRITER, tool_result_for="request_human_review"),
+            reply=Reply(text="WRITER DONE {tool_results}"),
+        ),
+    ]
+
+
+def outer_rules(tool: str, args: dict[str, Any]) -> list[Rule]:
+    return [
+        Rule(
+            name="outer-call",
+            when=Match(system_contains=OUTER, assistant_turns=0),
+            reply=Reply(tool_calls=[ToolCall(tool, args)]),
+        ),
+        Rule(
+            name="outer-done",
+            when=Match(system_contains=OUTER, tool_result_for=tool),
+            reply=Reply(text="OUTER DONE {tool_results}"),
+        ),
+    ]
+
+
+def writer(cred: str, nid: str = "w", label: str = "writer", **data: Any) -> dict[str, Any]:
+    return agent(nid, label, cred, hitlEnabled=True, systemInstruction=WRITER, **data)
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    with ModelServer(Script(rules=writer_rules())) as server:
+        yield server
+
+
+async def _execute(c: httpx.AsyncClient, wid: str) -> dict[str, Any]:
+    r = await c.post(
+        f"/api/workflows/{wid}/execute",
+        json={"text": "go"},
+        headers={"X-Simple-Response": "false"},
+    )
+    assert r.status_code == 200, r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def _review_link(outputs: dict[str, Any]) -> str:
+    """The one review link in a run's pending outputs, however deep it was asked for."""
+    links = [v["reviewUrl"] for v in outputs.values() if isinstance(v, dict) and v.get("reviewUrl")]
+    assert len(links) == 1, outputs
+    return str(links[0])
+
+
+async def _decide(c: httpx.AsyncClient, url: str, action: str = "accept") -> None:
+    r = await c.post(f"/api/hitl/{token_of(url)}/decision", json={"action": action})
+    assert r.status_code == 202, r.text
+
+
+async def test_two_checkpoints_in_one_run(system: System, model: ModelServer) -> None:
+    model.script = Script(
+        rules=[
+            drafting_rules()[0],
+            Rule(
+                name="second",
+                when=Match(tool_result_for="request_human_review", assistant_turns=1),
+                reply=Reply(
+                    tool_calls=[
+                        ToolCall(
+                            "request_human_review",
+                            {"summary": "Second step", "review_markdown": "Now the invoice."},
+                        )
+                    ]
+                ),
+            ),
+            Rule(name="final", when=Match(assistant_turns=2), reply=Reply(text="all approved")),
+        ]
+    )
+    _, key = await system.new_user()
+    async with HttpTarget() as target, system.client(key) as c:
+        path = f"/echo/{uuid.uuid4().hex}"
+        nodes, edges = review_workflow(await model_credential(c, model), target.url + path)
+        wid = await create(c, nodes, edges)
+        first = await _execute(c, wid)
+        assert first["status"] == "pending"
+        run_id = first["execution_history_id"]
+        url1 = first["outputs"]["writer"]["reviewUrl"]
+        await _decide(c, url1)
+        # the same history entry pauses again, with the second checkpoint's link
+        second = await wait_entry(
+            c,
+            wid,
+            run_id,
+            lambda x: x["status"] == "pending" and _review_link(x["outputs"]) != url1,
+        )
+        url2 = second["outputs"]["writer"]["reviewUrl"]
+        assert second["outputs"]["writer"]["summary"] == "Second step"
+        assert [h["requestId"] for h in second["outputs"]["writer"]["hitlHistory"]] == [
+            first["outputs"]["writer"]["requestId"]
+        ]
+        # the first link is used up; the second one decides the second checkpoint
+        used = await c.post(f"/api/hitl/{token_of(url1)}/decision", json={"action": "accept"})
+        assert used.status_code == 409
+        await _decide(c, url2)
+        done = await wait_status(c, wid, run_id, {"success", "error"})
+        assert done["status"] == "success", done
+        assert done["id"] == run_id  # the same history entry throughout
+        out = next(x for x in done["node_results"] if x["node_label"] == "writer")["output"]
+        assert [h["decision"] for h in out["hitlHistory"]] == ["accepted", "accepted"]
+        assert out["text"] == "all approved"
+        assert [q.rule_name for q in model.chat_requests] == ["draft", "second", "final"]
+        # the notification branch ran once per checkpoint, each time with its own link
+        notified = [json.loads(q["body"])["url"] for q in target.requests if q["path"] == path]
+        assert notified == [url1, url2]
+
+
+async def test_review_inside_a_sub_agent(system: System, model: ModelServer) -> None:
+    model.script = Script(
+        rules=[
+            *writer_rules(),
+            *outer_rules("call_sub_agent", {"sub_agent_label": "writer", "prompt": "write"}),
+        ]
+    )
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        cred = await model_credential(c, model)
+        nodes = [
+            n("in", "textInput", "req"),
+            agent(
+                "o",
+                "boss",
+                cred,
+                isOrchestrator=True,
+                subAgentLabels=["writer"],
+                systemInstruction=OUTER,
+            ),
+            writer(cred, userMessage="$input.text"),
+            n("out", "output", "answer", message="$boss.text"),
+        ]
+        edges = [
+            e("in", "o"),
+            e("o", "out"),
+            e("o", "w", source_handle="sub-agents", target_handle="sub-agent-input"),
+        ]
+        wid = await create(c, nodes, edges)
+        body = await _execute(c, wid)
+        assert body["status"] == "pending", body
+        url = _review_link(body["outputs"])
+        assert body["outputs"]["boss"]["draftText"] == "Inner draft"
+        await _decide(c, url)
+        done = await wait_status(c, wid, body["execution_history_id"], {"success", "error"})
+        assert done["status"] == "success", done
+        answer = done["outputs"]["answer"]["result"]
+        assert answer.startswith("OUTER DONE")
+        assert "WRITER DONE" in answer
+        assert [q.rule_name for q in model.chat_requests] == [
+            "outer-call",
+            "writer-draft",
+            "writer-done",
+            "outer-done",
+        ]
+
+
+async def _child(c: httpx.AsyncClient, cred: str) -> str:
+    return await create(
+        c,
+        [
+            n("in", "textInput", "childIn"),
+            writer(cred, userMessage="$childIn.text"),
+            n("o", "output", "childAnswer", message="$writer.text"),
+        ],
+        [e("in", "w"), e("w", "o")],
+    )
+
+
+async def test_review_inside_a_sub_workflow_tool(system: System, model: ModelServer) -> None:
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        cred = await model_credential(c, model)
+        child = await _child(c, cred)
+        model.script = Script(
+            rules=[
+                *writer_rules(),
+                *outer_rules("call_sub_workflow", {"workflow_id": child, "inputs": {"text": "x"}}),
+            ]
+        )
+        wid = await create(
+            c,
+            [
+                n("in", "textInput", "req"),
+                agent("a", "caller", cred, subWorkflowIds=[child], systemInstruction=OUTER),
+            ],
+            [e("in", "a")],
+        )
+        body = await _execute(c, wid)
+        assert body["status"] == "pending", body
+        url = _review_link(body["outputs"])
+        await _decide(c, url, "refuse")
+        done = await wait_status(c, wid, body["execution_history_id"], {"success", "error"})
+        assert done["status"] == "success", done
+        text = done["outputs"]["caller"]["text"]
+        assert text.startswith("OUTER DONE")
+        result = json.loads(text.removeprefix("OUTER DONE "))
+        assert result["status"] == "success"  # the child run completed after the refusal
+        assert result["outputs"]["childAnswer"]["result"] == ""
+        assert "writer-done" not in [q.rule_name for q in model.chat_requests]
+
+
+async def test_review_inside_an_execute_child(system: System, model: ModelServer) -> None:
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        cred = await model_credential(c, model)
+        child = await _child(c, cred)
+        wid = await create(
+            c,
+            [
+                n("in", "textInput", "req"),
+                n("x", "execute", "runChild", executeWorkflowId=child),
+                n("o", "output", "answer", message="$runChild.outputs.childAnswer.result"),
+            ],
+            [e("in", "x"), e("x", "o")],
+        )
+        body = await _execute(c, wid)
+        assert body["status"] == "pending", body
+        url = _review_link(body["outputs"])
+        entry = await wait_status(c, wid, body["execution_history_id"], {"pending"})
+        assert _review_link(entry["outputs"]) == url
+        await _decide(c, url)
+        done = await wait_status(c, wid, body["execution_history_id"], {"success", "error"})
+        assert done["status"] == "success", done
+        assert done["outputs"]["answer"]["result"].startswith("WRITER DONE")
