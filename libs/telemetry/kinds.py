@@ -163,6 +163,9 @@ def tool_span(
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": record.name,
         "gen_ai.tool.call.id": record.tool_call_id or None,
+        # A human review (HITL) call: its request and the reviewer's decision.
+        "heym.review.request_id": str(extra["request_id"]) if extra.get("request_id") else None,
+        "heym.review.decision": str(extra["decision"]) if extra.get("decision") else None,
     }
     error = None
     if record.status in _ERROR_TOOL_STATUSES:
