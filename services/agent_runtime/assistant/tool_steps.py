@@ -123,7 +123,7 @@ class ToolSteps:
             )
         run_id = env.fixed_id(call, "run").replace("-", "")
         body = run_tools.run_inputs(row, args.get("inputs"), turn.message.attachment)
-        request = await run_tools.request_run(env, row, run_id, body)
+        request = await run_tools.request_run(env, row, run_id, body, tool_call_id=call.call_id)
         timer = run_timeout_timer_id(call.call_id)
         recorded = ChatToolStarted(
             turn_id=started.turn_id,

@@ -13,6 +13,7 @@ from libs.testing.http_target import HttpTarget
 from libs.testing.model_server import Match, ModelServer, Reply, Rule, Script, ToolCall
 from libs.testing.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests.e2e.agents.helpers import agent, create, e, model_credential, n
+from tests.e2e.assistant.helpers import conversation, greeter, reply, turn
 from tests.e2e.system import System
 from tests.e2e.tracing.conftest import HEADER_SECRET
 
@@ -227,3 +228,54 @@ async def test_a_sub_agent_hangs_under_its_orchestrators_tool_call(
         s for s in spans if s.name.startswith("chat") and s.parent_span_id == helper.span_id
     ]
     assert len(helper_chats) == 1
+
+
+async def test_a_heym_agent_turn_is_a_trace_with_the_run_it_started(
+    traced: System, receiver: OtlpReceiver, model: ModelServer
+) -> None:
+    _, key = await traced.new_user()
+    async with traced.client(key) as c:
+        cred = await model_credential(c, model)
+        wid = await greeter(c)
+        model.script = Script(
+            rules=[
+                Rule(
+                    when=Match(last_is_tool_result=False),
+                    reply=Reply(tool_calls=[ToolCall("execute_workflow", {"workflow_id": wid})]),
+                ),
+                Rule(reply=Reply(text="it ran")),
+            ]
+        )
+        cid = await conversation(c)
+        frames = await turn(c, cid, "run the greeter", cred)
+    assert reply(frames) == "it ran"
+
+    def turn_span() -> ReceivedSpan | None:
+        found = receiver.named("heym.assistant.turn")
+        return next((s for s in found if s.attributes.get("gen_ai.conversation.id") == cid), None)
+
+    root = await eventually(turn_span, timeout=30)
+
+    def tree() -> list[ReceivedSpan] | None:
+        spans = receiver.trace(root.trace_id)
+        # the turn, two model rounds, the tool call, and the run with its three nodes
+        return spans if len(spans) >= 8 else None
+
+    spans = await eventually(tree, timeout=30)
+    assert root.parent_span_id == ""
+    assert root.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert root.attributes["heym.chat.status"] == "success"
+    rounds = [s for s in spans if s.name.startswith("chat")]
+    assert len(rounds) == 2
+    assert all(s.parent_span_id == root.span_id for s in rounds)
+    (tool,) = [s for s in spans if s.name == "heym.agent.tool.execute"]
+    assert tool.parent_span_id == root.span_id
+    assert tool.attributes["gen_ai.tool.name"] == "execute_workflow"
+    (run,) = [s for s in spans if s.name == "heym.workflow.execute"]
+    assert run.parent_span_id == tool.span_id
+    assert run.attributes["heym.workflow.id"] == wid
+    assert {s.attributes["heym.node.label"] for s in spans if s.parent_span_id == run.span_id} == {
+        "userInput",
+        "greet",
+        "result",
+    }

@@ -19,10 +19,12 @@ from contracts.base import Envelope
 from contracts.chat import MAX_BUILD_TEST_RUNS
 from contracts.nodes import NodeCompleted
 from contracts.runs import RunEndReported, RunRequested, WorkflowSnapshot
+from libs import telemetry
 from libs.db.globals import global_values
 from libs.eventlog import ConcurrencyConflict
 from libs.results import node_result, strip_private
 from libs.workflow import store
+from services.agent_runtime.assistant import tracing
 from services.agent_runtime.assistant.tools.env import ToolEnv
 from services.agent_runtime.assistant.tools.workflows import input_fields
 
@@ -56,9 +58,20 @@ def run_inputs(
 
 
 async def request_run(
-    env: ToolEnv, row: store.WorkflowRow, run_id: str, body: dict[str, Any]
+    env: ToolEnv,
+    row: store.WorkflowRow,
+    run_id: str,
+    body: dict[str, Any],
+    *,
+    tool_call_id: str = "",
 ) -> RunRequested:
     cache = await store.workflow_cache(env.pool, env.owner_id, row)
+    # The run is a child of the tool call that started it, in the chat turn's trace.
+    tool_span = telemetry.header_of(
+        tracing.tool_trace(env.conversation_id, env.turn.turn_id, tool_call_id)
+        if tool_call_id
+        else None
+    )
     return RunRequested(
         globals=await global_values(env.pool, env.owner_id),
         workflow_id=row.id,
@@ -74,6 +87,8 @@ async def request_run(
         or {row.id: WorkflowSnapshot(id=row.id, name=row.name, nodes=row.nodes, edges=row.edges)},
         timezone=env.turn.message.timezone or "UTC",
         report_to=subjects.chat_commands(env.conversation_id),
+        traceparent=tool_span,
+        run_traceparent=telemetry.header_of(telemetry.new_run_context(run_id, tool_span)),
     )
 
 
@@ -86,6 +101,7 @@ async def start(env: ToolEnv, run_id: str, request: RunRequested) -> None:
             expected_sequence=0,
             message_id=f"run-{run_id}",
             correlation_id=run_id,
+            traceparent=request.run_traceparent,
         )
 
 
