@@ -6,6 +6,7 @@ end is recorded in the log. Span ids are derived from run, invocation and tool-c
 (`context`), so no span is ever held open and every process agrees on every parent.
 """
 
+from libs.telemetry.config import configuration
 from libs.telemetry.context import (
     TraceContext,
     chat_span_id,
@@ -28,7 +29,6 @@ from libs.telemetry.kinds import (
 )
 from libs.telemetry.runtime import (
     Telemetry,
-    configuration,
     configure,
     current,
     new_run_context,

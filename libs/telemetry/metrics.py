@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from libs.telemetry.runtime import Exporting
+    from libs.telemetry.config import Exporting
 
 # Explicit buckets in milliseconds: event-log appends are fast (an fsync), nodes and runs
 # range from microseconds to hours.

@@ -7,14 +7,14 @@ import pytest
 from libs import telemetry
 from libs.config import SettingsError, load_settings
 from libs.telemetry import TraceContext
-from libs.telemetry.context import node_span_id, run_span_id, tool_span_id, trace_id_for
-from libs.telemetry.runtime import (
+from libs.telemetry.config import (
     TelemetryConfigError,
     configuration,
     parse_exporting,
     parse_headers,
     shown_endpoint,
 )
+from libs.telemetry.context import node_span_id, run_span_id, tool_span_id, trace_id_for
 
 pytestmark = pytest.mark.unit
 
