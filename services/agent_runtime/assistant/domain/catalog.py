@@ -83,6 +83,21 @@ READ_TOOLS: Final = (
         required=("execution_history_id",),
     ),
     ToolDef(
+        "resolve_hitl_review",
+        "Decide a pending human review of one of the user's runs (an execute_workflow or "
+        "wait_for_execution_update result with pending_review), only when the user asks you "
+        "to: accept the draft, edit it (edited_text) or refuse it (refusal_reason). The run "
+        "then goes on; follow it with wait_for_execution_update.",
+        {
+            "action": {"type": "string", "enum": ["accept", "edit", "refuse"]},
+            "request_id": {"type": "string"},
+            "review_url": {"type": "string"},
+            "edited_text": {"type": "string"},
+            "refusal_reason": {"type": "string"},
+        },
+        required=("action",),
+    ),
+    ToolDef(
         "get_recent_executions",
         "Recent executions (workflow runs and chat turns), newest first.",
         {
@@ -208,6 +223,8 @@ def label(name: str, args: dict[str, Any], *, workflow_name: str = "", attempt: 
         return f'Running workflow "{workflow_name or args.get("workflow_id", "")}"...'
     if name == "wait_for_execution_update":
         return "Waiting for workflow update..."
+    if name == "resolve_hitl_review":
+        return "Resolving human review..."
     if name == "get_recent_executions":
         return "Listing recent executions..."
     if name == "get_active_executions":
