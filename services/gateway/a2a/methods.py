@@ -29,7 +29,7 @@ from services.gateway.a2a.jsonrpc import (
     req_str,
 )
 from services.gateway.a2a.messages import checked
-from services.gateway.mcp.catalog import chat_surface
+from services.gateway.mcp.catalog import ChatSurface, chat_surface
 from services.gateway.mcp.principals import Principal
 
 RECHECK_S = 1.0
@@ -45,6 +45,8 @@ Results = AsyncIterator[dict[str, Any]]
 class Caller:
     principal: Principal
     origin: str
+    # the surface's credential and model, read with the A2A switch at the edge
+    surface: ChatSurface | None = None
 
 
 class Methods:
@@ -63,7 +65,7 @@ class Methods:
         opt_bool(config, "returnImmediately")
         opt_int(config, "historyLength", 0, 1_000_000)
         incoming = checked(params.get("message"))
-        surface = await chat_surface(self.ctx.pool, caller.principal)
+        surface = caller.surface or await chat_surface(self.ctx.pool, caller.principal)
         credential_id, model = surface.credential_id or "", surface.model or ""
         if not self.conformance and (not credential_id or not model):
             raise RpcError(wire.UNSUPPORTED_OPERATION, NO_MODEL)
@@ -112,7 +114,9 @@ class Methods:
                 )
                 if not ended:
                     continue
-            for env in await self.ctx.event_log.read(
+            # a direct read (no consumer): a lagging replica only delays the answer to the
+            # next notification or re-check
+            for env in await self.ctx.event_log.read_recent(
                 subjects.chat_all(book.context_id), after=book.conversation.last_seq
             ):
                 book.fold(env)

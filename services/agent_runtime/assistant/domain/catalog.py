@@ -24,6 +24,15 @@ class ToolDef:
     required: tuple[str, ...] = field(default=())
 
     def schema(self) -> dict[str, Any]:
+        """The function schema the model gets (built once per tool: every round sends it)."""
+        cached = _SCHEMAS.get(id(self))
+        if cached is not None and cached[0] is self:
+            return cached[1]
+        built = self._schema()
+        _SCHEMAS[id(self)] = (self, built)
+        return built
+
+    def _schema(self) -> dict[str, Any]:
         params = dict(self.parameters)
         return {
             "type": "function",
@@ -38,6 +47,9 @@ class ToolDef:
             },
         }
 
+
+# id -> (the tool, its schema); the tools are module constants, so this stays small.
+_SCHEMAS: dict[int, tuple[ToolDef, dict[str, Any]]] = {}
 
 _TIME_RANGE = {"type": "string", "enum": ["24h", "7d", "30d", "all"]}
 
