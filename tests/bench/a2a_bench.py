@@ -133,42 +133,42 @@ async def first_event(c: httpx.AsyncClient, samples: int) -> Figure:
 
 
 async def run() -> list[Figure]:
-    async with running_system() as system:
-        async with (
-            model_process(Script(rules=[Rule(reply=Reply(text="ok"))])) as instant,
-            model_process(Script(rules=[Rule(reply=Reply(text="ok", delay=0.1))])) as slow,
-        ):
-            figures: list[Figure] = []
-            for model_url, label in ((instant, "instant"), (slow, "slow")):
-                _, key = await system.new_user()
-                limits = httpx.Limits(max_connections=300, max_keepalive_connections=300)
-                async with httpx.AsyncClient(
-                    base_url=system.base_url,
-                    headers={"X-MCP-Key": key},
-                    timeout=120,
-                    limits=limits,
-                ) as c:
-                    r = await c.post(
-                        "/api/credentials",
-                        json={
-                            "name": "bench",
-                            "type": "custom",
-                            "base_url": model_url,
-                            "api_key": "sk-bench-0000000000",
-                        },
-                    )
-                    cred = str(r.json()["id"])
-                    r = await c.patch(
-                        "/api/a2a/settings",
-                        json={"enabled": True, "credential_id": cred, "model": MODEL},
-                    )
-                    assert r.status_code == 200, r.text
-                    if label == "instant":
-                        async with connected(system.nats_url) as nc:
-                            figures += await overhead(c, EventLog(nc), samples=100)
-                        figures.append(await first_event(c, samples=50))
-                    else:
-                        async with clients(system.base_url, key, 200) as cs:
-                            await concurrent(cs, 10)  # warm up
-                            figures.append(await concurrent(cs, 200))
-            return figures
+    async with (
+        running_system() as system,
+        model_process(Script(rules=[Rule(reply=Reply(text="ok"))])) as instant,
+        model_process(Script(rules=[Rule(reply=Reply(text="ok", delay=0.1))])) as slow,
+    ):
+        figures: list[Figure] = []
+        for model_url, label in ((instant, "instant"), (slow, "slow")):
+            _, key = await system.new_user()
+            limits = httpx.Limits(max_connections=300, max_keepalive_connections=300)
+            async with httpx.AsyncClient(
+                base_url=system.base_url,
+                headers={"X-MCP-Key": key},
+                timeout=120,
+                limits=limits,
+            ) as c:
+                r = await c.post(
+                    "/api/credentials",
+                    json={
+                        "name": "bench",
+                        "type": "custom",
+                        "base_url": model_url,
+                        "api_key": "sk-bench-0000000000",
+                    },
+                )
+                cred = str(r.json()["id"])
+                r = await c.patch(
+                    "/api/a2a/settings",
+                    json={"enabled": True, "credential_id": cred, "model": MODEL},
+                )
+                assert r.status_code == 200, r.text
+                if label == "instant":
+                    async with connected(system.nats_url) as nc:
+                        figures += await overhead(c, EventLog(nc), samples=100)
+                    figures.append(await first_event(c, samples=50))
+                else:
+                    async with clients(system.base_url, key, 200) as cs:
+                        await concurrent(cs, 10)  # warm up
+                        figures.append(await concurrent(cs, 200))
+        return figures
