@@ -3,6 +3,7 @@ Heym Agent (another `heym up`, its own data directory and ports) over A2A 1.0.""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from tests.e2e.system import System
 pytestmark = pytest.mark.e2e
 
 REMOTE_KEY = "heym_remote_" + uuid.uuid4().hex
+README = Path(__file__).resolve().parents[3] / "README.md"
 CLARIFY = (
     "Which city?\n\n```heym-clarify\n"
     '{"questions": [{"id": "city", "text": "Which city?", "type": "text"}]}\n```'
@@ -270,3 +272,20 @@ async def test_a2a_configuration_is_checked_on_save(system: System) -> None:
             r = await c.post("/api/workflows", json={"name": "bad", "nodes": [node], "edges": []})
             assert r.status_code == 422, (node, r.text)
             assert expected in r.text, (expected, r.text)
+
+
+async def test_the_readme_a2a_node_example_runs(
+    system: System, remote: RunningStack, remote_model: ModelServer
+) -> None:
+    """The README's `a2a` node, pointed at the second Heym, saves and answers."""
+    text = README.read_text()
+    block = text.split("### Calling other A2A agents", 1)[1].split("```json\n", 1)[1]
+    node = json.loads(block.split("\n```", 1)[0])
+    remote_model.script = Script(rules=[Rule(reply=Reply(text="hello from the peer"))])
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        node["data"]["agentUrl"] = remote.base_url
+        node["data"]["credentialId"] = await key_credential(c, REMOTE_KEY)
+        wid = await create(c, [n("in", "textInput", "q"), node], [e("in", node["id"])])
+    result = node_output(await run(system, key, wid, "hi"), node["data"]["label"])
+    assert result["output"]["text"] == "hello from the peer", result
