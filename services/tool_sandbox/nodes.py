@@ -132,7 +132,7 @@ class NodeRunner:
         try:
             output = mask.value(await self._execute(env, ev, secrets))
         except RemoteAgentError as exc:
-            result = self._failed(ev, mask.text(str(exc)), started, retryable=False)
+            result = self._failed(ev, mask.text(str(exc)), started, retryable=exc.retryable)
         except (HttpNodeError, ExpressionError, ValueError) as exc:
             result = self._failed(ev, mask.text(str(exc)), started)
         except Exception as exc:  # a bug here must fail the node, not the service

@@ -61,6 +61,22 @@ class RemoteAgentError(Exception):
     """The call failed: unreachable agent, protocol error, budget exceeded, or a task that
     ended FAILED, REJECTED or CANCELED. The message names no secret."""
 
+    # whether trying again may help (a node's retry policy applies): not for a task the remote
+    # agent ended, nor for a call that cannot be made as configured
+    retryable = True
+
+
+class BadRemoteCall(RemoteAgentError):
+    """The call cannot be made as configured (settings, an empty or too long message)."""
+
+    retryable = False
+
+
+class RemoteTaskEnded(RemoteAgentError):
+    """The remote agent ended the task FAILED, REJECTED or CANCELED."""
+
+    retryable = False
+
 
 @dataclass(frozen=True)
 class Ask:
@@ -144,11 +160,11 @@ class RemoteCall:
 
     async def __call__(self, agent: RemoteAgent, ask: Ask, secret: str | None) -> dict[str, Any]:
         if len(ask.text) > MAX_MESSAGE_CHARS:
-            raise RemoteAgentError(
+            raise BadRemoteCall(
                 f"the message has {len(ask.text)} characters; at most {MAX_MESSAGE_CHARS}"
             )
         if not ask.text.strip():
-            raise RemoteAgentError("the message to the remote agent is empty")
+            raise BadRemoteCall("the message to the remote agent is empty")
         http = httpx.AsyncClient(
             transport=BoundedTransport(self._transport, self._max_bytes),
             auth=OriginKey(agent.origin(), agent.auth_header, secret) if secret else None,
@@ -232,7 +248,7 @@ async def _exchange(
     if task.status.state in _FAILED:
         texts, _ = _parts(task.status.message.parts)
         reason = " ".join(texts) or "no reason given"
-        raise RemoteAgentError(
+        raise RemoteTaskEnded(
             f"the remote agent's task {task.id} ended {_state_name(task.status.state)}: {reason}"
         )
     return _task_output(task, card, progress.steps)

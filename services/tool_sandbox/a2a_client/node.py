@@ -6,7 +6,7 @@ from typing import Any
 
 from libs.a2a.remote import config_problems, from_meta, remote_agent
 from libs.expressions import ExpressionContext, evaluate_off_loop, render_template
-from services.tool_sandbox.a2a_client.call import Ask, RemoteAgentError, RemoteCall
+from services.tool_sandbox.a2a_client.call import Ask, BadRemoteCall, RemoteCall
 
 DEFAULT_MESSAGE = "$input.text"
 
@@ -31,7 +31,7 @@ async def call_node_agent(
     """Run an `a2a` node: its templates rendered (off the event loop), then the call."""
     problems = config_problems(data)
     if problems:
-        raise RemoteAgentError("; ".join(message for _, message in problems))
+        raise BadRemoteCall("; ".join(message for _, message in problems))
     ask = await evaluate_off_loop(_ask, data, ctx)
     return await call(remote_agent(data), ask, secret or None)
 
@@ -40,7 +40,7 @@ def tool_ask(arguments: dict[str, Any]) -> Ask:
     """A model's call of an `a2a_<name>` tool: `{message, task_id?, context_id?}`."""
     message = arguments.get("message")
     if not isinstance(message, str):
-        raise RemoteAgentError("the tool needs a string 'message'")
+        raise BadRemoteCall("the tool needs a string 'message'")
     return Ask(
         text=message,
         task_id=str(arguments.get("task_id") or "").strip(),
@@ -53,5 +53,5 @@ async def call_tool_agent(
 ) -> dict[str, Any]:
     agent = meta.get("agent")
     if not isinstance(agent, dict):
-        raise RemoteAgentError("the tool names no remote agent")
+        raise BadRemoteCall("the tool names no remote agent")
     return await call(from_meta(agent), tool_ask(arguments), secret or None)
