@@ -289,3 +289,42 @@ async def test_the_readme_a2a_node_example_runs(
         wid = await create(c, [n("in", "textInput", "q"), node], [e("in", node["id"])])
     result = node_output(await run(system, key, wid, "hi"), node["data"]["label"])
     assert result["output"]["text"] == "hello from the peer", result
+
+
+async def test_an_a2a_canvas_node_wired_to_an_agent_runs_as_its_tool(
+    system: System, remote: RunningStack, remote_model: ModelServer
+) -> None:
+    remote_model.script = Script(
+        rules=[Rule(when=Match(last_user_contains="weather"), reply=Reply(text="Sunny."))]
+    )
+    _, key = await system.new_user()
+    with ModelServer(
+        Script(
+            rules=[
+                Rule(
+                    when=Match(last_is_tool_result=False),
+                    reply=Reply(tool_calls=[ToolCall("ask_peer", {"message": "the weather?"})]),
+                ),
+                Rule(
+                    when=Match(tool_result_for="ask_peer"),
+                    reply=Reply(text="Peer: {tool_results}"),
+                ),
+            ]
+        )
+    ) as local_model:
+        async with system.client(key) as c:
+            model_cred = await model_credential(c, local_model)
+            remote_cred = await key_credential(c, REMOTE_KEY)
+            tool = a2a_node(remote.base_url, remote_cred, agentProvidedFields=["message"])
+            wid = await create(
+                c,
+                [n("in", "textInput", "q"), agent("a", "asker", model_cred), tool],
+                [e("in", "a"), e("call", "a", target_handle="tool-input")],
+            )
+        body = await run(system, key, wid, "how is it outside?")
+    result = node_output(body, "asker")
+    assert result["status"] == "success", result
+    (call,) = result["output"]["tool_calls"]
+    assert call["status"] == "success", call
+    assert call["result"]["text"] == "Sunny."
+    assert REMOTE_KEY not in str(body)
