@@ -31,6 +31,7 @@ from contracts.runs import (
     RunCompleted,
     RunEndReported,
     RunPaused,
+    RunPauseReported,
     RunRequested,
 )
 from contracts.tools import tool_result_message_id
@@ -149,7 +150,10 @@ class Effects:
 
     async def run_paused(self, state: RunState, paused: RunPaused) -> None:
         """A child run paused for a review: its parent pauses too (an Execute node records a
-        pending result, an agent's sub-workflow call tells the agent), and so on to the root."""
+        pending result, an agent's sub-workflow call tells the agent), and so on to the root.
+        Whoever waits on the run (a conversation) is told it is pending, with the review."""
+        if state.request.report_to:
+            await self.report_pause(state, paused)
         parent = state.request.parent
         if parent is None:
             return
@@ -276,6 +280,27 @@ class Effects:
                 )
             ],
             message_id=f"run-end-{state.run_id}",
+        )
+
+    async def report_pause(self, state: RunState, paused: RunPaused) -> None:
+        target = state.request.report_to
+        if not subjects.is_report_target(target):
+            log.warning("run %s: refusing to report its pause to %r", state.run_id, target)
+            return
+        await self._log.append(
+            target,
+            [
+                RunPauseReported(
+                    run_id=state.run_id,
+                    workflow_id=state.request.workflow_id,
+                    workflow_name=state.request.workflow_name,
+                    request_id=paused.request_id,
+                    review=paused.review,
+                    outputs=paused.outputs,
+                    execution_time_ms=paused.execution_time_ms,
+                )
+            ],
+            message_id=f"run-paused-{state.run_id}-{paused.request_id}",
         )
 
     async def run_completed(self, state: RunState, done: RunCompleted) -> None:

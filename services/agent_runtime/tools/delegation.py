@@ -26,7 +26,7 @@ from services.agent_runtime.tools.local import node_extra, overlay
 from services.agent_runtime.tools.spec import ToolOutcome, ToolSpec
 
 _CHILD_NS = uuid.UUID("0f6c8d1e-8a53-4f1e-9b8e-3d7f6a2c4b91")
-SANDBOX_SOURCES = frozenset({"python", "skill", "mcp", "node_tool"})
+SANDBOX_SOURCES = frozenset({"python", "skill", "mcp", "node_tool", "a2a"})
 
 # subject, event, message id, target id (invocation, run or work item)
 Target = tuple[str, Event, str, str]
@@ -209,6 +209,8 @@ def _sandbox(
         }
     idem = hashlib.sha256(f"{call.run_id}:{item}".encode()).hexdigest()[:32]
     timeout = float(call.data.get("toolTimeoutSeconds") or 30)
+    if spec.source == "a2a":  # a remote agent's own budget (its task may take minutes)
+        timeout = float(spec.meta.get("agent", {}).get("timeoutSeconds") or timeout)
     event = SandboxToolDispatched(
         item_id=item,
         invocation_id=call.invocation_id,
