@@ -57,7 +57,13 @@ class RunRequested(Event, tag="run.requested", frozen=True):
     # Every workflow reachable through Execute nodes or agents' sub-workflows, by id.
     workflow_cache: dict[str, WorkflowSnapshot] = msgspec.field(default_factory=dict)
     timezone: str = "UTC"
+    # The W3C context of whatever started the run (an inbound request's `traceparent`, the
+    # Execute node's span, the agent's `call_sub_workflow` tool span): the run span's parent.
     traceparent: str | None = None
+    # The run's own root span (`heym.workflow.execute`): its trace id, its span id (derived
+    # from the run id) and the sampling decision, taken once when the run was requested.
+    # Every span of the run is in this trace; None when tracing was off and nothing called in.
+    run_traceparent: str | None = None
     # Where the scheduler reports the run's end (`RunEndReported`), when someone outside the
     # run waits on it without holding anything in memory: today a conversation's command
     # subject (`heym.chat.<conversation>.cmd`, see `subjects.is_report_target`).
@@ -113,6 +119,22 @@ class RunEndReported(Event, tag="run.end_reported", frozen=True):
     finished_at_ms: int = 0
 
 
+class RunPauseReported(Event, tag="run.pause_reported", frozen=True):
+    """A run paused for a human review, appended by the scheduler to the run's `report_to`
+    subject (message id `run-paused-<run>-<request>`): the Heym Agent's run tools answer
+    `pending` with the review (its link) instead of waiting. The run's end follows later as
+    a `RunEndReported`."""
+
+    run_id: str
+    workflow_id: str
+    workflow_name: str = ""
+    request_id: str = ""
+    # the innermost paused agent's pending payload (`reviewUrl`, `summary`, `draftText`, ...)
+    review: dict[str, Any] = msgspec.field(default_factory=dict)
+    outputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    execution_time_ms: float = 0.0
+
+
 class RunPaused(Event, tag="run.paused", frozen=True):
     """The run waits for a human review (status `pending`): nothing new starts on its main
     path, what was running has finished. `outputs` are Heym's pending outputs
@@ -140,6 +162,7 @@ RUN_LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     RunOutputReady,
     RunCompleted,
     RunEndReported,
+    RunPauseReported,
     RunPaused,
     RunResumed,
 )

@@ -81,6 +81,19 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     skill_runner: str = "auto"
     # first of the unprivileged user ids the sandbox gives its processes when run as root
     sandbox_uid_base: int = 61000
+    # OpenTelemetry (the seed's `HEYM_OTEL_*` table; `libs/telemetry` reads these). The
+    # headers hold exporter credentials: they are sent to the collector and never logged,
+    # stored or returned by an API.
+    otel_enabled: bool = False
+    otel_endpoint: str = ""
+    otel_headers: str = ""
+    otel_service_name: str = "heym"
+    otel_sampler_ratio: float = 1.0
+    otel_capture_node_io: bool = False
+    otel_metrics_enabled: bool = False
+    # How often metrics are exported, and how long finished spans wait to be sent in a batch.
+    otel_metrics_interval_s: float = 60.0
+    otel_export_delay_ms: int = 5000
 
     def require_nats(self) -> tuple[str, ...]:
         """The NATS servers (HEYM_NATS_URL is one URL or a comma-separated list of a cluster's)."""
@@ -163,6 +176,24 @@ def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
     return raw
 
 
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw == "":
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{name} must be true or false, got {raw!r}")
+
+
+def _ratio(env: Mapping[str, str], name: str, default: float) -> float:
+    value = _float(env, name, default)
+    if value > 1.0:
+        raise SettingsError(f"{name} must be between 0.0 and 1.0, got {value}")
+    return value
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read every `HEYM_*` setting once; raise `SettingsError` naming a bad variable."""
     env = os.environ if environ is None else environ
@@ -216,4 +247,13 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         mcp_allowed_hosts=tuple(
             h.strip() for h in (text("HEYM_MCP_ALLOWED_HOSTS") or "").split(",") if h.strip()
         ),
+        otel_enabled=_bool(env, "HEYM_OTEL_ENABLED", False),
+        otel_endpoint=text("HEYM_OTEL_EXPORTER_OTLP_ENDPOINT") or "",
+        otel_headers=text("HEYM_OTEL_EXPORTER_OTLP_HEADERS") or "",
+        otel_service_name=text("HEYM_OTEL_SERVICE_NAME") or "heym",
+        otel_sampler_ratio=_ratio(env, "HEYM_OTEL_TRACES_SAMPLER_RATIO", 1.0),
+        otel_capture_node_io=_bool(env, "HEYM_OTEL_CAPTURE_NODE_IO", False),
+        otel_metrics_enabled=_bool(env, "HEYM_OTEL_METRICS_ENABLED", False),
+        otel_metrics_interval_s=_float(env, "HEYM_OTEL_METRICS_INTERVAL_S", 60.0),
+        otel_export_delay_ms=_int(env, "HEYM_OTEL_EXPORT_DELAY_MS", 5000, lo=10, hi=60_000),
     )

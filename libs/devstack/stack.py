@@ -17,6 +17,7 @@ from nats.aio.client import Client as NATS
 
 from contracts import subjects
 from contracts.health import HealthReply
+from libs import telemetry
 from libs.accounts import ADMIN_EMAIL, ensure_admin
 from libs.config import Settings, service_env
 from libs.db import apply_migrations
@@ -268,6 +269,7 @@ class Stack:
                     f"scripted demo model: no model credential configured ({DEMO_CREDENTIAL!r})",
                 )
             )
+        rows.append(self.traces_row(health))
         for name, child in self.children.items():
             service = service_of(name)
             address = (
@@ -287,6 +289,19 @@ class Stack:
                 state = ", ".join([health[name].state, *details])
             rows.append((name, str(child.pid), address, state))
         return table(rows)
+
+    def traces_row(self, health: dict[str, HealthReply]) -> tuple[str, str, str, str]:
+        """Where spans go (`HEYM_OTEL_*`), as the services report it."""
+        shown = telemetry.configuration(self.settings)
+        if not shown["enabled"]:
+            return ("traces", "-", "-", "off (set HEYM_OTEL_ENABLED=true to export spans)")
+        reasons = {r for h in health.values() if (r := h.details.get("otel_disabled"))}
+        if reasons:
+            return ("traces", "-", shown["endpoint"] or "-", f"off: {sorted(reasons)[0]}")
+        state = f"OTLP/HTTP, sampler ratio {shown['sampler_ratio']}"
+        if shown["metrics_enabled"]:
+            state += ", metrics on"
+        return ("traces", "-", shown["traces_endpoint"], state)
 
     async def stop(self) -> None:
         self.stopping.set()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 
@@ -29,6 +30,7 @@ from contracts.agents import AgentCancelRequested
 from contracts.base import Envelope, Event
 from libs.eventlog import ConcurrencyConflict, EventLog
 from libs.service.work import redelivery_delay
+from services.agent_runtime import tracing
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import (
     AgentState,
@@ -261,6 +263,7 @@ class InvocationActor:
             raise _Stale from None
         for event in events:
             evolve(state, event, appended.sequence)
+        tracing.recorded(ctx.call, state, events, at_ms=int(time.time() * 1000))
 
     async def _advance(self) -> None:
         for _ in range(MAX_STEPS_PER_BATCH):

@@ -13,6 +13,7 @@ from typing import Any
 
 from contracts.agents import AgentRequested, SubAgentDispatched
 from contracts.runs import WorkflowSnapshot
+from libs import telemetry
 from libs.expressions import ExpressionContext, build_context
 from services.agent_runtime.domain import Request
 
@@ -37,7 +38,11 @@ class AgentCall:
     attempt: int
     dispatched_at_ms: int
     timezone: str = "UTC"
+    # This invocation's own span (`heym.node.execute`, id derived from run and invocation),
+    # carried by everything it appends; `parent_traceparent` is the span its request named
+    # (the run span, or for a sub-agent the orchestrator's `call_sub_agent` tool span).
     traceparent: str | None = None
+    parent_traceparent: str | None = None
     run_depth: int = 0
     agent_depth: int = 0
     trigger_source: str = "API"
@@ -70,9 +75,26 @@ class AgentCall:
             )
         return self._ctx
 
+    @property
+    def trace(self) -> telemetry.TraceContext | None:
+        return telemetry.TraceContext.parse(self.traceparent)
+
     @classmethod
     def from_request(
         cls, run_id: str, request: Request, *, requested_at_ms: int, traceparent: str | None
+    ) -> AgentCall:
+        """`traceparent`: the request's (its envelope's) context, the invocation's parent."""
+        call = cls._from_request(run_id, request, requested_at_ms, traceparent)
+        own = telemetry.node_context(
+            telemetry.TraceContext.parse(traceparent), run_id, call.invocation_id
+        )
+        call.traceparent = telemetry.header_of(own)
+        call.parent_traceparent = traceparent
+        return call
+
+    @classmethod
+    def _from_request(
+        cls, run_id: str, request: Request, requested_at_ms: int, traceparent: str | None
     ) -> AgentCall:
         if isinstance(request, AgentRequested):
             return cls(

@@ -29,6 +29,7 @@ from contracts.runs import CancelRequested
 from contracts.tools import SandboxToolCancelled, tool_result_message_id
 from libs.eventlog import ConcurrencyConflict, EventLog
 from libs.results.node_log import append_result
+from services.agent_runtime import tracing
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import AgentState
 from services.agent_runtime.memory.request import extraction_request, extraction_subject
@@ -59,7 +60,7 @@ class Effects:
                 expected_sequence=0,
                 message_id=d.message_id,
                 correlation_id=call.correlation_id,
-                traceparent=call.traceparent,
+                traceparent=d.traceparent or call.traceparent,
             )
 
     async def deliver(self, call: AgentCall, state: AgentState) -> None:
@@ -87,7 +88,7 @@ class Effects:
         if state.reviews:
             # The review branch ran at the pause: it never runs again (Heym §5.5).
             metadata["skip_source_handles"] = ["hitl"]
-        result: Event
+        result: NodeCompleted | NodeAttemptFailed
         if done.status == "success":
             result = NodeCompleted(
                 invocation_id=call.invocation_id,
@@ -116,7 +117,7 @@ class Effects:
                 metadata=metadata,
             )
         # Exactly one final result per invocation, after its pending markers (if it paused).
-        await append_result(
+        recorded = await append_result(
             self._log,
             subjects.node(call.run_id, call.invocation_id),
             result,
@@ -124,6 +125,8 @@ class Effects:
             correlation_id=call.correlation_id,
             traceparent=call.traceparent,
         )
+        if recorded:
+            tracing.node_done(call, state, result)
 
     async def _to_parent(self, call: AgentCall, state: AgentState, done: AgentFinished) -> None:
         parent = call.parent_invocation_id

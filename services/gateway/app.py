@@ -37,6 +37,7 @@ from services.gateway.hitl_api import HitlController, ReviewPageController
 from services.gateway.mcp.endpoint import McpEndpoints
 from services.gateway.mcp.settings_api import McpSettingsController
 from services.gateway.mcp_connections import McpConnectionController
+from services.gateway.observability import ObservabilityController
 from services.gateway.schedules_api import ScheduleController
 from services.gateway.skills import SkillController
 from services.gateway.traces import TraceController
@@ -97,6 +98,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             ScheduleController,
             ExecutionTokenController,
             GlobalVariableController,
+            ObservabilityController,
             HitlController,
             ReviewPageController,
             A2ASettingsController,

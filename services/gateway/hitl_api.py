@@ -12,9 +12,9 @@ from litestar.datastructures import State
 from litestar.enums import MediaType
 from litestar.exceptions import HTTPException
 
+from libs.review.decisions import DecisionRefused, Found, decide, find
 from services.gateway import review_html
 from services.gateway.bodies import json_body
-from services.gateway.review_decisions import DecisionRefused, Found, decide, find
 
 MAX_FORM_BYTES = 512 * 1024
 

@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from contracts import subjects
 from contracts.base import Envelope
 from contracts.nodes import ChildRunStarted, NodeCompleted, NodeRetryScheduled
@@ -27,6 +29,7 @@ from contracts.runs import (
     RunResumed,
     WorkflowSnapshot,
 )
+from libs import telemetry
 from libs.eventlog import EventLog
 from libs.results import node_result, retry_result
 
@@ -98,6 +101,10 @@ async def started_run(
     subscription (no consumer to create: for a caller that confirms the end from the log).
     """
     rid = run_id or uuid.uuid4().hex
+    if request.run_traceparent is None:
+        # The run's trace: a child of the caller's `traceparent`, or a trace of its own.
+        run_trace = telemetry.header_of(telemetry.new_run_context(rid, request.traceparent))
+        request = msgspec.structs.replace(request, run_traceparent=run_trace)
     async with contextlib.AsyncExitStack() as stack:
         queue: asyncio.Queue[Envelope]
         if watch:
@@ -110,7 +117,7 @@ async def started_run(
             expected_sequence=0,
             message_id=f"run-{rid}",
             correlation_id=rid,
-            traceparent=request.traceparent,
+            traceparent=request.run_traceparent,
         )
         yield rid, queue
 

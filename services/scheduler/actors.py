@@ -23,9 +23,11 @@ from contracts import subjects
 from contracts.base import Envelope, Event
 from contracts.runs import RunCompleted, RunRequested
 from contracts.subjects import NO_SERVICE
+from libs import telemetry
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import evaluate_soon
 from libs.service.work import redelivery_delay
+from services.scheduler import tracing
 from services.scheduler.domain import RunState, decide, evolve
 from services.scheduler.domain.decide import DEFAULT_MAX_EVENT_BYTES, Decision
 from services.scheduler.effects import Effects
@@ -150,7 +152,7 @@ class RunActor:
         ):
             return  # no such run (nothing to end), or it has ended already
         done = RunCompleted(status="error", error=error, finished_at_ms=now_ms())
-        await self._log.append(
+        appended = await self._log.append(
             subjects.run_decisions(self.run_id, NO_SERVICE),
             [done],
             message_id=f"abort-{self.run_id}",
@@ -159,6 +161,8 @@ class RunActor:
         with contextlib.suppress(Exception):  # the state may be what cannot be built
             await self._replay()
             if self.state is not None:
+                if not appended.duplicate:
+                    tracing.ended(self.state, done)
                 await self._effects.run_completed(self.state, done)
 
     async def _handle(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
@@ -244,6 +248,7 @@ class RunActor:
                 continue
             work.last_seq = expected
             self.state = work
+            tracing.decided(state, work, decision.events)
             await self._effects.after_decision(work, decision.events)
             return
         raise RuntimeError(
@@ -253,12 +258,17 @@ class RunActor:
     async def _append(self, target: str, events: list[Event], expected: int) -> int:
         """Append a decision's batch; one over the message limit goes as several messages
         (every single event fits: `decide` fails what would not)."""
+        state = self.state
+        assert state is not None
         try:
             appended = await self._log.append(
                 subjects.run_decisions(self.run_id, target),
                 events,
                 expected_sequence=expected,
                 scope=subjects.run_all(self.run_id),
+                # Every hop carries the run's trace: whoever acts on a decision (a service
+                # running a node) writes its spans under the run span.
+                traceparent=telemetry.header_of(tracing.run_trace(self.run_id, state.request)),
             )
         except PayloadTooLarge:
             if len(events) == 1:

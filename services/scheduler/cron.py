@@ -18,6 +18,7 @@ from contracts import subjects
 from contracts.base import Envelope
 from contracts.runs import RunRequested
 from contracts.schedules import CronTicked
+from libs import telemetry
 from libs.db.globals import global_values
 from libs.db.workflows import load_snapshot, workflow_cache
 from libs.eventlog import ConcurrencyConflict
@@ -78,6 +79,8 @@ class CronStarter:
             requested_at_ms=ticked_at_ms,
             workflow_cache=await workflow_cache(ctx.pool, owner, snapshot),
             globals=await global_values(ctx.pool, owner),
+            # No caller: each tick starts a trace of its own.
+            run_traceparent=telemetry.header_of(telemetry.new_run_context(run_id, None)),
         )
         try:
             await ctx.event_log.append(
@@ -86,6 +89,7 @@ class CronStarter:
                 expected_sequence=0,
                 message_id=f"run-{run_id}",
                 correlation_id=run_id,
+                traceparent=request.run_traceparent,
             )
         except ConcurrencyConflict:
             log.info("tick %d of workflow %s already started run %s", sequence, workflow_id, run_id)

@@ -31,11 +31,14 @@ from contracts.runs import (
     RunCompleted,
     RunEndReported,
     RunPaused,
+    RunPauseReported,
     RunRequested,
 )
 from contracts.tools import tool_result_message_id
+from libs import telemetry
 from libs.eventlog import ConcurrencyConflict, EventLog
 from libs.results.node_log import append_result
+from services.scheduler import tracing
 from services.scheduler.domain import RunState
 
 log = logging.getLogger(__name__)
@@ -51,7 +54,7 @@ class Effects:
     async def after_decision(self, state: RunState, events: list[Event]) -> None:
         for ev in events:
             if isinstance(ev, TimerScheduled):
-                await self.schedule_timer(state.run_id, ev)
+                await self.schedule_timer(state.run_id, ev, _run_header(state))
             elif isinstance(ev, ChildRunStarted):
                 await self.start_child(state, ev)
             elif isinstance(ev, RunCompleted):
@@ -75,19 +78,23 @@ class Effects:
             )
         for timer in state.timers.values():
             if timer.timer_id not in state.fired:
-                await self.schedule_timer(state.run_id, timer)
+                await self.schedule_timer(state.run_id, timer, _run_header(state))
         for started in state.children.values():
             if started.invocation_id in state.inflight:
                 await self.start_child(state, started)
 
     async def _cancel_inflight(self, state: RunState, reason: str) -> None:
         """Pass a cancel down to everything still running: child runs and agent invocations."""
+        run = tracing.run_trace(state.run_id, state.request)
         for child, started in state.children.items():
             if started.invocation_id in state.inflight:
                 await self._log.append(
                     subjects.run_commands(child),
                     [CancelRequested(reason="parent run cancelled")],
                     message_id=f"cancel-{child}",
+                    traceparent=telemetry.header_of(
+                        telemetry.node_context(run, state.run_id, started.invocation_id)
+                    ),
                 )
         for invocation, node_id in state.inflight.items():
             if state.graph.types.get(node_id) in AGENT_NODE_TYPES:
@@ -95,6 +102,9 @@ class Effects:
                     subjects.agent(state.run_id, invocation),
                     [AgentCancelRequested(reason=reason)],
                     message_id=f"cancel-{state.run_id}-{invocation}",
+                    traceparent=telemetry.header_of(
+                        telemetry.node_context(run, state.run_id, invocation)
+                    ),
                 )
 
     async def _answer_agent(self, state: RunState, parent: ParentLink, done: RunCompleted) -> None:
@@ -135,11 +145,15 @@ class Effects:
             message_id=tool_result_message_id(
                 parent.run_id, parent.invocation_id, parent.tool_call_id
             ),
+            traceparent=request.traceparent,
         )
 
     async def run_paused(self, state: RunState, paused: RunPaused) -> None:
         """A child run paused for a review: its parent pauses too (an Execute node records a
-        pending result, an agent's sub-workflow call tells the agent), and so on to the root."""
+        pending result, an agent's sub-workflow call tells the agent), and so on to the root.
+        Whoever waits on the run (a conversation) is told it is pending, with the review."""
+        if state.request.report_to:
+            await self.report_pause(state, paused)
         parent = state.request.parent
         if parent is None:
             return
@@ -178,17 +192,22 @@ class Effects:
             message_id=f"pending-{parent.run_id}-{parent.invocation_id}-{paused.request_id}",
         )
 
-    async def schedule_timer(self, run_id: str, timer: TimerScheduled) -> None:
+    async def schedule_timer(
+        self, run_id: str, timer: TimerScheduled, traceparent: str | None = None
+    ) -> None:
         at = datetime.fromtimestamp(timer.fire_at_ms / 1000, UTC)
         stamp = at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        headers = {
+            "Nats-Schedule": f"@at {stamp}",
+            "Nats-Schedule-Target": subjects.run_timer(run_id),
+            "Nats-Msg-Id": f"timer-{run_id}-{timer.timer_id}",
+        }
+        if traceparent:
+            headers["traceparent"] = traceparent
         await self._js.publish(
             subjects.timer_schedule(run_id, timer.timer_id),
             self._log.codec.encode([TimerFired(timer_id=timer.timer_id)]),
-            headers={
-                "Nats-Schedule": f"@at {stamp}",
-                "Nats-Schedule-Target": subjects.run_timer(run_id),
-                "Nats-Msg-Id": f"timer-{run_id}-{timer.timer_id}",
-            },
+            headers=headers,
         )
 
     async def start_child(self, state: RunState, started: ChildRunStarted) -> None:
@@ -196,6 +215,11 @@ class Effects:
         node_id = started.node_id
         snapshot = request.workflow_cache[started.workflow_id]
         source = "AI Agents" if request.trigger_source == "AI Agents" else "SUB_WORKFLOW"
+        # The child run is a child of the Execute node's span, in the parent run's trace.
+        node_span = telemetry.node_context(
+            tracing.run_trace(state.run_id, request), state.run_id, started.invocation_id
+        )
+        run_trace = telemetry.new_run_context(started.child_run_id, telemetry.header_of(node_span))
         child = RunRequested(
             workflow_id=snapshot.id,
             workflow_name=snapshot.name,
@@ -215,10 +239,11 @@ class Effects:
                 wait=started.wait,
             ),
             depth=request.depth + 1,
-            requested_at_ms=state.started_at_ms,
+            requested_at_ms=int(time.time() * 1000),
             workflow_cache=request.workflow_cache,
             timezone=request.timezone,
-            traceparent=request.traceparent,
+            traceparent=telemetry.header_of(node_span),
+            run_traceparent=telemetry.header_of(run_trace),
             # Heym: the child's globals are the parent's merged with the parent's $vars.
             globals={**request.globals, **state.vars},
         )
@@ -228,6 +253,7 @@ class Effects:
                 [child],
                 expected_sequence=0,
                 message_id=f"start-{started.child_run_id}",
+                traceparent=child.run_traceparent,
             )
         except ConcurrencyConflict:
             log.info("child run %s was already started", started.child_run_id)
@@ -256,6 +282,27 @@ class Effects:
             message_id=f"run-end-{state.run_id}",
         )
 
+    async def report_pause(self, state: RunState, paused: RunPaused) -> None:
+        target = state.request.report_to
+        if not subjects.is_report_target(target):
+            log.warning("run %s: refusing to report its pause to %r", state.run_id, target)
+            return
+        await self._log.append(
+            target,
+            [
+                RunPauseReported(
+                    run_id=state.run_id,
+                    workflow_id=state.request.workflow_id,
+                    workflow_name=state.request.workflow_name,
+                    request_id=paused.request_id,
+                    review=paused.review,
+                    outputs=paused.outputs,
+                    execution_time_ms=paused.execution_time_ms,
+                )
+            ],
+            message_id=f"run-paused-{state.run_id}-{paused.request_id}",
+        )
+
     async def run_completed(self, state: RunState, done: RunCompleted) -> None:
         if done.status == "cancelled":
             await self._cancel_inflight(state, done.error or "parent run cancelled")
@@ -273,7 +320,7 @@ class Effects:
             "outputs": done.outputs,
             "execution_time_ms": done.execution_time_ms,
         }
-        result: Event
+        result: NodeCompleted | NodeAttemptFailed
         if done.status == "success":
             result = NodeCompleted(
                 invocation_id=parent.invocation_id,
@@ -304,6 +351,13 @@ class Effects:
             subjects.node(parent.run_id, parent.invocation_id),
             result,
             message_id=f"child-done-{state.run_id}",
+            traceparent=state.request.traceparent,
         )
         if not recorded:
             log.info("parent %s already has the result of child %s", parent.run_id, state.run_id)
+            return
+        tracing.execute_node_done(state, result)
+
+
+def _run_header(state: RunState) -> str | None:
+    return telemetry.header_of(tracing.run_trace(state.run_id, state.request))

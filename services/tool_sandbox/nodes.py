@@ -13,12 +13,16 @@ from nats.aio.client import Client as NATS
 
 from contracts import subjects
 from contracts.agents import NodeToolDispatched
-from contracts.base import Envelope, Event
+from contracts.base import Envelope
 from contracts.credentials import NODE_CREDENTIALS, NodeCredentialsReply, NodeCredentialsRequest
 from contracts.nodes import NodeAttemptFailed, NodeCompleted, NodeDispatched
+from libs import telemetry
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import ExpressionError, build_context
 from libs.secrets import Masker, mentions_credentials
+from services.tool_sandbox import tracing
+from services.tool_sandbox.a2a_client import RemoteAgentError, RemoteCall
+from services.tool_sandbox.a2a_client.node import call_node_agent
 from services.tool_sandbox.http_node import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT_S,
@@ -65,9 +69,10 @@ class CredentialSource:
         self._nc = nc
         self._timeout = timeout_s
 
-    async def for_node(self, run_id: str, ev: NodeDispatched) -> dict[str, str]:
-        if not ev.owner_id or not mentions_credentials([ev.node]):
-            return {}
+    async def for_node(self, run_id: str, ev: NodeDispatched) -> NodeCredentialsReply:
+        """`values` for `$credentials`, `node_credential` for an `a2a` node's credentialId."""
+        if not ev.owner_id or not (mentions_credentials([ev.node]) or names_credential(ev.node)):
+            return NodeCredentialsReply()
         request = NodeCredentialsRequest(run_id=run_id, invocation_id=ev.invocation_id)
         try:
             msg = await self._nc.request(
@@ -79,8 +84,17 @@ class CredentialSource:
             ) from None
         reply = msgspec.json.decode(msg.data, type=NodeCredentialsReply)
         if reply.error is not None:
-            raise CredentialError(f"$credentials: {reply.error}")
-        return reply.values
+            raise CredentialError(f"credentials: {reply.error}")
+        return reply
+
+
+def names_credential(node: dict[str, object]) -> bool:
+    data = node.get("data")
+    return (
+        node.get("type") == "a2a"
+        and isinstance(data, dict)
+        and bool(str(data.get("credentialId") or "").strip())
+    )
 
 
 class NodeRunner:
@@ -90,12 +104,14 @@ class NodeRunner:
         client: httpx.AsyncClient,
         *,
         credentials: CredentialSource | None = None,
+        a2a: RemoteCall | None = None,
         http_timeout_s: float = DEFAULT_TIMEOUT_S,
         http_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self._log = event_log
         self._client = client
         self._credentials = credentials
+        self._a2a = a2a
         self._http_timeout_s = http_timeout_s
         self._http_max_response_bytes = http_max_response_bytes
 
@@ -103,16 +119,30 @@ class NodeRunner:
         subject = subjects.node(env.run_id, ev.invocation_id)
         if redelivered and await self._log.last_sequence(subject) > 0:
             return  # recorded before the redelivery: never run a side effect twice
+        # The dispatch carries the run's span; this node's span is derived from it (the
+        # HTTP request and the recorded result carry it).
+        span = telemetry.node_context(
+            telemetry.TraceContext.parse(env.traceparent), env.run_id, ev.invocation_id
+        )
+        traceparent = telemetry.header_of(span) or env.traceparent
         started = _now_ms()
-        result: Event
+        result: NodeCompleted | NodeAttemptFailed
         try:
-            secrets = await self._credentials.for_node(env.run_id, ev) if self._credentials else {}
+            secrets = (
+                await self._credentials.for_node(env.run_id, ev)
+                if self._credentials
+                else NodeCredentialsReply()
+            )
         except CredentialError as exc:
-            await self._record(env, subject, self._failed(ev, str(exc), started), ev)
+            failed = self._failed(ev, str(exc), started)
+            if await self._record(env, subject, failed, ev, traceparent):
+                tracing.node_ran(env, ev, failed, span)
             return
-        mask = Masker(secrets.values())
+        mask = Masker([*secrets.values.values(), secrets.node_credential])
         try:
-            output = mask.value(await self._execute(env, ev, secrets))
+            output = mask.value(await self._execute(env, ev, secrets, traceparent))
+        except RemoteAgentError as exc:
+            result = self._failed(ev, mask.text(str(exc)), started, retryable=exc.retryable)
         except (HttpNodeError, ExpressionError, ValueError) as exc:
             result = self._failed(ev, mask.text(str(exc)), started)
         except Exception as exc:  # a bug here must fail the node, not the service
@@ -131,39 +161,53 @@ class NodeRunner:
                 finished_at_ms=_now_ms(),
             )
         try:
-            await self._record(env, subject, result, ev)
+            recorded = await self._record(env, subject, result, ev, traceparent)
         except PayloadTooLarge as exc:
             # An output the log cannot hold fails the node clearly (never a lost result).
-            await self._record(
-                env,
-                subject,
-                self._failed(
-                    ev, f"the node's output is too large: {exc}", started, retryable=False
-                ),
-                ev,
+            result = self._failed(
+                ev, f"the node's output is too large: {exc}", started, retryable=False
             )
+            recorded = await self._record(env, subject, result, ev, traceparent)
+        if recorded:
+            tracing.node_ran(env, ev, result, span)
 
-    async def _record(self, env: Envelope, subject: str, result: Event, ev: NodeDispatched) -> None:
+    async def _record(
+        self,
+        env: Envelope,
+        subject: str,
+        result: NodeCompleted | NodeAttemptFailed,
+        ev: NodeDispatched,
+        traceparent: str | None,
+    ) -> bool:
+        """Append the node's result (once per invocation); False if it was recorded before."""
         try:
-            await self._log.append(
+            appended = await self._log.append(
                 subject,
                 [result],
                 expected_sequence=0,
                 message_id=f"result-{env.run_id}-{ev.invocation_id}",
                 causation_id=env.event_id,
                 correlation_id=env.correlation_id or env.run_id,
-                traceparent=env.traceparent,
+                traceparent=traceparent,
             )
         except ConcurrencyConflict:
             log.info("result of %s/%s was already recorded", env.run_id, ev.invocation_id)
+            return False
+        return not appended.duplicate
 
-    async def _execute(self, env: Envelope, ev: NodeDispatched, secrets: dict[str, str]) -> object:
+    async def _execute(
+        self,
+        env: Envelope,
+        ev: NodeDispatched,
+        secrets: NodeCredentialsReply,
+        traceparent: str | None,
+    ) -> object:
         ctx = build_context(
             ev.inputs,
             ev.upstream,
             vars=ev.vars,
             global_vars=ev.globals,
-            credentials=secrets,
+            credentials=secrets.values,
             now=datetime.fromtimestamp(ev.dispatched_at_ms / 1000, UTC),
             timezone=ev.timezone or "UTC",
         )
@@ -175,10 +219,12 @@ class NodeRunner:
                 ctx,
                 client=self._client,
                 idempotency_key=ev.idempotency_key,
-                traceparent=env.traceparent,
+                traceparent=traceparent,
                 default_timeout_s=self._http_timeout_s,
                 max_response_bytes=self._http_max_response_bytes,
             )
+        if ev.node_type == "a2a" and self._a2a is not None:
+            return await call_node_agent(self._a2a, data, ctx, secrets.node_credential)
         raise ValueError(f"the tool sandbox cannot run {ev.node_type!r} nodes")
 
     @staticmethod

@@ -17,6 +17,7 @@ from tests.bench import (
     review_bench,
     sandbox_bench,
     scaleout_bench,
+    tracing_bench,
     workflow_bench,
 )
 from tests.bench.harness import Figure, report, write_json
@@ -32,6 +33,7 @@ SUITES = {
     "a2a": a2a_bench.run,
     "memory": memory_bench.run,
     "scaleout": scaleout_bench.run,
+    "tracing": tracing_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
 OPTIONAL = {"peers": "tests.bench.peers_bench"}

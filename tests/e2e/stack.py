@@ -74,6 +74,7 @@ async def heym_up(
     http_port: int = 0,
     nats_port: int = 0,
     args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[RunningStack]:
     http_port = http_port or free_port()
     nats_port = nats_port or free_port()
@@ -83,7 +84,7 @@ async def heym_up(
         "libs.devstack.cli",
         "up",
         *args,
-        env=stack_env(data_dir, api_key, http_port, nats_port),
+        env={**stack_env(data_dir, api_key, http_port, nats_port), **(env or {})},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )

@@ -64,6 +64,10 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
         assert len(body["services"]) == 5  # type: ignore[arg-type]
         assert set(stack.pids) == {"nats", "postgres", "model-server", *subjects.SERVICES}
         assert any("no model credential configured" in line for line in stack.output)
+        assert any(
+            line.startswith("traces") and "off (set HEYM_OTEL_ENABLED=true" in line
+            for line in stack.output
+        ), stack.output
         # the status table says how the tool sandbox contains what it runs
         (sandbox_row,) = [line for line in stack.output if line.startswith("tool_sandbox ")]
         expected = "sandbox: bubblewrap" if shutil.which("bwrap") else "sandbox: rlimits only"

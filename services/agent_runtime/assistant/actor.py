@@ -34,6 +34,7 @@ from contracts.chat import ChatCancelRequested, ChatConversationDeleted
 from libs.chat import Conversation, fold_all
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.eventlog.log import Appended
+from services.agent_runtime.assistant import tracing
 from services.agent_runtime.assistant.domain import Idle, Record, Step, decide, step_key
 from services.agent_runtime.assistant.domain.decide import fail
 from services.agent_runtime.assistant.effects import Effects
@@ -192,6 +193,7 @@ class ConversationActor:
             self._pending = None
             for ev in work.events:
                 state.apply(ev, appended.sequence)
+            tracing.recorded(state, list(work.events), at_ms=now_ms())
             for after in work.after:
                 await after()
         raise RuntimeError(f"conversation {self.conversation_id}: too many steps in one wake")

@@ -176,7 +176,9 @@ class Effects:
                 body = run_tools.run_inputs(
                     row, started.args.get("inputs"), turn.message.attachment
                 )
-                request = await run_tools.request_run(env, row, started.run_id, body)
+                request = await run_tools.request_run(
+                    env, row, started.run_id, body, tool_call_id=started.tool_call_id
+                )
                 await run_tools.start(env, started.run_id, request)
             for timer in started.timer_ids:
                 await self.set_timer(

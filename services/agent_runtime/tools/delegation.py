@@ -20,12 +20,13 @@ from contracts.base import Event
 from contracts.runs import ParentLink, RunRequested
 from contracts.tools import SandboxToolDispatched
 from contracts.workflows import MAX_SUB_WORKFLOW_DEPTH
+from libs import telemetry
 from services.agent_runtime.call import MAX_SUB_AGENT_DEPTH, AgentCall
 from services.agent_runtime.tools.local import node_extra, overlay
 from services.agent_runtime.tools.spec import ToolOutcome, ToolSpec
 
 _CHILD_NS = uuid.UUID("0f6c8d1e-8a53-4f1e-9b8e-3d7f6a2c4b91")
-SANDBOX_SOURCES = frozenset({"python", "skill", "mcp", "node_tool"})
+SANDBOX_SOURCES = frozenset({"python", "skill", "mcp", "node_tool", "a2a"})
 
 # subject, event, message id, target id (invocation, run or work item)
 Target = tuple[str, Event, str, str]
@@ -146,6 +147,10 @@ def _sub_workflow(
                 ):
                     body[str(f["key"])] = f["defaultValue"]
     child = child_run_id(call.run_id, call.invocation_id, tool_call_id)
+    # The child run is a child of this tool call's span, in the agent's trace.
+    tool_span = telemetry.header_of(
+        telemetry.tool_context(call.trace, call.run_id, call.invocation_id, tool_call_id)
+    )
     request = RunRequested(
         workflow_id=snapshot.id,
         workflow_name=snapshot.name,
@@ -173,7 +178,8 @@ def _sub_workflow(
         requested_at_ms=now_ms,
         workflow_cache=call.sub_workflows,
         timezone=call.timezone,
-        traceparent=call.traceparent,
+        traceparent=tool_span,
+        run_traceparent=telemetry.header_of(telemetry.new_run_context(child, tool_span)),
     )
     return subjects.run_commands(child), request, f"start-{child}", child
 
@@ -203,6 +209,8 @@ def _sandbox(
         }
     idem = hashlib.sha256(f"{call.run_id}:{item}".encode()).hexdigest()[:32]
     timeout = float(call.data.get("toolTimeoutSeconds") or 30)
+    if spec.source == "a2a":  # a remote agent's own budget (its task may take minutes)
+        timeout = float(spec.meta.get("agent", {}).get("timeoutSeconds") or timeout)
     event = SandboxToolDispatched(
         item_id=item,
         invocation_id=call.invocation_id,

@@ -21,6 +21,8 @@ from typing import Any
 from contracts.agents import DispatchedCall, ToolCallRecorded
 from contracts.base import Event
 from contracts.review import ReviewRequested
+from contracts.runs import RunRequested
+from libs import telemetry
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import call_id, tool_name
 from services.agent_runtime.tools import delegation
@@ -37,6 +39,8 @@ class Dispatch:
     subject: str
     event: Event
     message_id: str
+    # The message's `traceparent`: the tool call's span (a child run: the run's own span).
+    traceparent: str | None = None
 
 
 @dataclass
@@ -216,9 +220,16 @@ def _route(
     if isinstance(target, ToolOutcome):
         return target
     subject, event, message_id, target_id = target
+    if isinstance(event, RunRequested):
+        header = event.run_traceparent
+    else:
+        header = telemetry.header_of(
+            telemetry.tool_context(call.trace, call.run_id, call.invocation_id, cid)
+        )
     return Dispatch(
         call=DispatchedCall(tool_call_id=cid, name=name, source=spec.source, target=target_id),
         subject=subject,
         event=event,
         message_id=message_id,
+        traceparent=header,
     )

@@ -132,6 +132,8 @@ async def test_history_records_runs_and_node_results(system: System) -> None:
             "cycle",
         ),
         ({"nodes": []}, 422, "name"),
+        # found by the API fuzzer: a cron check reached a non-list and answered 500
+        ({"name": "x", "nodes": False}, 422, "'nodes' must be a list"),
     ],
 )
 async def test_invalid_workflows_are_refused_naming_the_problem(

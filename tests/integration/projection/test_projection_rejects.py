@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator, Iterator
 
 import asyncpg
 import pytest
@@ -17,12 +18,33 @@ from nats.aio.client import Client as NATS
 from contracts import subjects
 from contracts.runs import RunCompleted, RunRequested, RunStarted
 from libs.db import create_pool
-from libs.eventlog import EventLog
+from libs.eventlog import EventLog, provision_run_stream
 from libs.projection import ProjectionRunner
+from libs.testing import infra
 from libs.testing.eventually import eventually
 from services.scheduler.projection import HistoryProjector
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def nats_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A NATS server of its own: the runs here are written by hand, and a scheduler of the
+    e2e system (on the session's server) would decide them too and race the test's events."""
+    with infra.nats_server(tmp_path_factory.mktemp("nats-rejects")) as url:
+        yield url
+
+
+@pytest.fixture
+async def nc(nats_url: str) -> AsyncIterator[NATS]:
+    async with infra.connected(nats_url) as conn:
+        await provision_run_stream(conn)
+        yield conn
+
+
+@pytest.fixture
+def event_log(nc: NATS) -> EventLog:
+    return EventLog(nc)
 
 
 class Named(HistoryProjector):
