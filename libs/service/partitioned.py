@@ -66,6 +66,7 @@ class _Partition:
         self.held: dict[str, Msg] = {}  # by reply subject (one per delivery)
         self.owned = False
         self.pulled_at = 0.0  # when the last pull request was sent (loop time)
+        self.refused = False  # the last pull ended with an error status (e.g. 503): pause
 
 
 class PartitionedConsumer:
@@ -201,6 +202,11 @@ class PartitionedConsumer:
             part.owned = True
             try:
                 await self._pull(part)
+                if part.refused:
+                    # JetStream cannot serve the pull now (a cluster electing a leader answers
+                    # 503 at once): pause instead of asking again in a tight loop.
+                    part.refused = False
+                    await asyncio.sleep(0.5)
             except Exception as exc:
                 if self._running:
                     log.warning("%s p%d: pull failed: %r", self.durable, part.index, exc)
@@ -296,6 +302,7 @@ class PartitionedConsumer:
                 part.pin = None
                 self._held_changed()
         elif status not in ("404", "408", "409"):
+            part.refused = True
             log.warning(
                 "%s p%d: pull ended with %s %s",
                 self.durable,

@@ -62,7 +62,12 @@ CACHED_IDLE = 4096
 
 
 class _Stale(Exception):
-    """Someone appended to the invocation since the state was folded: catch up, decide again."""
+    """Someone appended to the invocation since the state was folded: catch up (at least to
+    `actual`, the last sequence the conflict reported), decide again."""
+
+    def __init__(self, actual: int) -> None:
+        super().__init__(actual)
+        self.actual = actual
 
 
 def _ms(env: Envelope) -> int:
@@ -163,7 +168,10 @@ class InvocationActor:
     # -- handling ------------------------------------------------------------------------------
     async def _handle(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
         if self.state is None:
-            await self._load()
+            # The read must reach the delivered messages: on a NATS cluster it may be served
+            # by a lagging replica, and deciding on that view would drop what they carry.
+            mine = [e.sequence for envs, _ in batch for e in envs if e.subject == self.subject]
+            await self._load(through=max(mine, default=0))
             await self._resume()
         else:
             for envelopes, _ in batch:
@@ -179,16 +187,16 @@ class InvocationActor:
         for env in envelopes:
             evolve(state, env.event, env.sequence, at_ms=_ms(env), traceparent=env.traceparent)
 
-    async def _load(self) -> None:
+    async def _load(self, through: int = 0) -> None:
         state = AgentState()
-        for env in await self._log.read(self.subject):
+        for env in await self._log.read(self.subject, through=through):
             evolve(state, env.event, env.sequence, at_ms=_ms(env), traceparent=env.traceparent)
         self.state = state
         self._ctx = None
 
-    async def _catch_up(self) -> None:
+    async def _catch_up(self, through: int = 0) -> None:
         assert self.state is not None
-        for env in await self._log.read(self.subject, after=self.state.last_seq):
+        for env in await self._log.read(self.subject, after=self.state.last_seq, through=through):
             self._fold([env])
 
     async def _resume(self) -> None:
@@ -259,8 +267,8 @@ class InvocationActor:
                 correlation_id=ctx.call.correlation_id,
                 traceparent=ctx.call.traceparent,
             )
-        except ConcurrencyConflict:
-            raise _Stale from None
+        except ConcurrencyConflict as conflict:
+            raise _Stale(conflict.actual or 0) from None
         for event in events:
             evolve(state, event, appended.sequence)
         tracing.recorded(ctx.call, state, events, at_ms=int(time.time() * 1000))
@@ -279,10 +287,10 @@ class InvocationActor:
             self._step = asyncio.create_task(perform(ctx, step))
             try:
                 await self._step
-            except _Stale:
+            except _Stale as stale:
                 if self._on_conflict is not None:
                     self._on_conflict(self.subject)
-                await self._catch_up()
+                await self._catch_up(stale.actual)
             except asyncio.CancelledError:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():

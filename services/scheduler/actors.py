@@ -135,7 +135,9 @@ class RunActor:
             # Re-queueing is bounded: a message that fails on every delivery ends its run with
             # a recorded error instead of leaving it "running" for ever.
             with contextlib.suppress(Exception):
-                await self.abort(f"the scheduler could not go on with this run: {exc!r}")
+                await self.abort(
+                    f"the scheduler could not go on with this run: {exc!r}", through=_last(batch)
+                )
         for msg in msgs:
             with contextlib.suppress(Exception):
                 if last_try:
@@ -144,9 +146,9 @@ class RunActor:
                     delay = redelivery_delay(msg.metadata.num_delivered, self._limits.backoff_s)
                     await msg.nak(delay=delay)
 
-    async def abort(self, error: str) -> None:
+    async def abort(self, error: str, *, through: int = 0) -> None:
         """End the run with `error`, bypassing `decide` (which may be what keeps failing)."""
-        envelopes = await self._log.replay(self.run_id)
+        envelopes = await self._log.replay(self.run_id, through=through)
         if not any(isinstance(e.event, RunRequested) for e in envelopes) or any(
             isinstance(e.event, RunCompleted) for e in envelopes
         ):
@@ -159,7 +161,7 @@ class RunActor:
         )
         self.state = None
         with contextlib.suppress(Exception):  # the state may be what cannot be built
-            await self._replay()
+            await self._replay(appended.sequence)
             if self.state is not None:
                 if not appended.duplicate:
                     tracing.ended(self.state, done)
@@ -199,12 +201,14 @@ class RunActor:
             for envelopes, _ in batch:
                 self._fold(envelopes)
             return
-        await self._replay()
+        # The replay must reach the delivered messages: on a NATS cluster it may be served by
+        # a lagging replica, and a decision on that view would drop what they carry.
+        await self._replay(_last(batch))
         if self.state is not None:
             await self._effects.resume(self.state)
 
-    async def _replay(self) -> None:
-        envelopes = await self._log.replay(self.run_id)
+    async def _replay(self, through: int = 0) -> None:
+        envelopes = await self._log.replay(self.run_id, through=through)
         request = next((e for e in envelopes if isinstance(e.event, RunRequested)), None)
         if request is None:
             log.warning("run %s has events but no RunRequested; ignoring it", self.run_id)
@@ -218,10 +222,10 @@ class RunActor:
                 evolve(state, env.event, env.sequence)
         self.state = state
 
-    async def _catch_up(self) -> None:
+    async def _catch_up(self, through: int = 0) -> None:
         state = self.state
         assert state is not None
-        for env in await self._log.replay(self.run_id, after=state.last_seq):
+        for env in await self._log.replay(self.run_id, after=state.last_seq, through=through):
             evolve(state, env.event, env.sequence)
 
     async def _decide(self) -> None:
@@ -239,12 +243,13 @@ class RunActor:
             try:
                 for target, events in decision.batches:
                     expected = await self._append(target, events, expected)
-            except ConcurrencyConflict:
+            except ConcurrencyConflict as conflict:
                 # Someone else wrote to the run (a result, a timer, another replica): fold
-                # what we missed, then decide again. Part of a split decision may have landed;
-                # the catch-up folds it like any other event.
+                # what we missed (at least up to the sequence the conflict reported), then
+                # decide again. Part of a split decision may have landed; the catch-up folds
+                # it like any other event.
                 self._on_conflict(self.run_id)
-                await self._catch_up()
+                await self._catch_up(conflict.actual or 0)
                 continue
             work.last_seq = expected
             self.state = work
@@ -351,3 +356,8 @@ class RunRegistry:
         finished = actor.state is None or actor.state.completed is not None
         if finished and self._actors.get(actor.run_id) is actor:
             del self._actors[actor.run_id]
+
+
+def _last(batch: list[tuple[list[Envelope], Msg | None]]) -> int:
+    """The highest stream sequence among a batch's delivered events (0 if none)."""
+    return max((env.sequence for envelopes, _ in batch for env in envelopes), default=0)

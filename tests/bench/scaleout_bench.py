@@ -16,12 +16,12 @@ from libs.eventlog import EventLog
 from libs.eventlog.feeds import partition_of_key
 from tests.bench.harness import Figure, latency
 from tests.bench.workflow_bench import node, throughput
-from tests.chaos.harness import Deployment, deployment
+from tests.chaos.harness import SERVICES_ENV, Deployment, deployment
 from tests.chaos.workload import connect
 
 RUNS = 1000
 IN_FLIGHT = 50
-ACK_WAIT_S = 10.0  # HEYM_PARTITION_ACK_WAIT_S default
+ACK_WAIT_S = float(SERVICES_ENV["HEYM_PARTITION_ACK_WAIT_S"])  # what the deployment sets
 
 
 async def _conflicts(dep: Deployment) -> int:

@@ -129,7 +129,11 @@ class ConversationActor:
                 msgs = [m for _, m in batch if m is not None]
                 try:
                     async with kept_alive(msgs):
-                        await self._catch_up()
+                        # The read must reach the delivered commands (a lagging replica of a
+                        # NATS cluster may serve it; deciding on its view would drop them).
+                        await self._catch_up(
+                            max((e.sequence for envs, _ in batch for e in envs), default=0)
+                        )
                         await self._drive()
                 except Exception:
                     log.exception(
@@ -148,13 +152,14 @@ class ConversationActor:
             self._task = None
             self._on_idle(self)
 
-    async def _catch_up(self) -> None:
+    async def _catch_up(self, through: int = 0) -> None:
         filter_subject = subjects.chat_all(self.conversation_id)
         if self.state is None:
-            self.state = fold_all(self.conversation_id, await self._log.read(filter_subject))
+            read = await self._log.read(filter_subject, through=through)
+            self.state = fold_all(self.conversation_id, read)
             await self._effects.resume(self.state)
             return
-        for env in await self._log.read(filter_subject, after=self.state.last_seq):
+        for env in await self._log.read(filter_subject, after=self.state.last_seq, through=through):
             self.state.fold(env)
 
     async def _drive(self) -> None:
@@ -184,11 +189,11 @@ class ConversationActor:
                     ).events
                 )
                 appended = await self._append(state, work)
-            except ConcurrencyConflict:
+            except ConcurrencyConflict as conflict:
                 if self._on_conflict is not None:
                     self._on_conflict(self.conversation_id)
                 self._pending = (step_key(step), work)
-                await self._catch_up()
+                await self._catch_up(conflict.actual or 0)
                 continue
             self._pending = None
             for ev in work.events:
