@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import OrderedDict
@@ -29,7 +30,7 @@ from contracts import subjects
 from contracts.agents import AgentCancelRequested
 from contracts.base import Envelope, Event
 from libs.eventlog import ConcurrencyConflict, EventLog
-from libs.service.work import redelivery_delay
+from libs.service.work import redelivery_delay, through_outages
 from services.agent_runtime import tracing
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import (
@@ -125,7 +126,9 @@ class InvocationActor:
                 msgs = [m for _, m in batch if m is not None]
                 try:
                     async with _kept_alive(msgs):
-                        await self._handle(batch)
+                        await through_outages(
+                            functools.partial(self._afresh, batch), None, self.subject
+                        )
                 except Exception as exc:
                     await self._failed(batch, msgs, exc)
                     continue
@@ -166,6 +169,14 @@ class InvocationActor:
         await fail_with(ctx, error, retryable=False)
 
     # -- handling ------------------------------------------------------------------------------
+    async def _afresh(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
+        """Handle a batch; a failure drops the folded state (rebuilt by replay next time)."""
+        try:
+            await self._handle(batch)
+        except Exception:
+            self.state, self._ctx = None, None
+            raise
+
     async def _handle(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
         if self.state is None:
             # The read must reach the delivered messages: on a NATS cluster it may be served

@@ -26,7 +26,7 @@ from contracts.subjects import NO_SERVICE
 from libs import telemetry
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import evaluate_soon
-from libs.service.work import redelivery_delay
+from libs.service.work import redelivery_delay, through_outages
 from services.scheduler import tracing
 from services.scheduler.domain import RunState, decide, evolve
 from services.scheduler.domain.decide import DEFAULT_MAX_EVENT_BYTES, Decision
@@ -107,7 +107,10 @@ class RunActor:
             while self._queue:
                 batch, self._queue = self._queue, []
                 try:
-                    await self._handle(batch)
+                    # Held messages are kept in progress by the partitioned consumer.
+                    await through_outages(
+                        functools.partial(self._afresh, batch), None, f"run {self.run_id}"
+                    )
                 except Exception as exc:
                     await self._failed(batch, exc)
                     continue
@@ -166,6 +169,14 @@ class RunActor:
                 if not appended.duplicate:
                     tracing.ended(self.state, done)
                 await self._effects.run_completed(self.state, done)
+
+    async def _afresh(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
+        """Handle a batch; a failure drops the folded state (rebuilt by replay next time)."""
+        try:
+            await self._handle(batch)
+        except Exception:
+            self.state = None
+            raise
 
     async def _handle(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
         if self.state is None:

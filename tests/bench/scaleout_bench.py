@@ -82,7 +82,6 @@ async def _failover() -> Figure:
         try:
             log = EventLog(nc)
             nodes, edges = _waiting_chain()
-            victim = dep.system.children["scheduler#2"]
             runs: list[str] = []
             killed_at = 0.0
             held: set[int] = set()
@@ -93,10 +92,14 @@ async def _failover() -> Figure:
                 runs.append(run_id)
                 if i == 75:
                     replies = await health_replies(nc, "scheduler")
-                    text = replies[victim.pid or 0].details.get("partitions_runs", "")
-                    held = {int(p) for p in text.rsplit(" ", 1)[-1].split(",") if p.isdigit()}
+                    for name in ("scheduler#2", "scheduler#3", "scheduler"):
+                        pid = dep.system.children[name].pid or 0
+                        text = replies[pid].details.get("partitions_runs", "")
+                        held = {int(p) for p in text.rsplit(" ", 1)[-1].split(",") if p.isdigit()}
+                        if held:  # a replica working on runs
+                            break
                     killed_at = time.time()
-                    await dep.system.kill("scheduler#2")
+                    await dep.system.kill(name)
                 await asyncio.sleep(0.04)
             mine = [r for r in runs if partition_of_key(r, 16) in held]
             delays = await _continuations(log, mine, killed_at)

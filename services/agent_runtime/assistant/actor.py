@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import OrderedDict
@@ -34,6 +35,7 @@ from contracts.chat import ChatCancelRequested, ChatConversationDeleted
 from libs.chat import Conversation, fold_all
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.eventlog.log import Appended
+from libs.service.work import through_outages
 from services.agent_runtime.assistant import tracing
 from services.agent_runtime.assistant.domain import Idle, Record, Step, decide, step_key
 from services.agent_runtime.assistant.domain.decide import fail
@@ -131,10 +133,12 @@ class ConversationActor:
                     async with kept_alive(msgs):
                         # The read must reach the delivered commands (a lagging replica of a
                         # NATS cluster may serve it; deciding on its view would drop them).
-                        await self._catch_up(
-                            max((e.sequence for envs, _ in batch for e in envs), default=0)
+                        through = max((e.sequence for envs, _ in batch for e in envs), default=0)
+                        await through_outages(
+                            functools.partial(self._afresh, through),
+                            None,
+                            f"conversation {self.conversation_id}",
                         )
-                        await self._drive()
                 except Exception:
                     log.exception(
                         "conversation %s: handling failed; redelivery will retry",
@@ -151,6 +155,15 @@ class ConversationActor:
         finally:
             self._task = None
             self._on_idle(self)
+
+    async def _afresh(self, through: int) -> None:
+        """Catch up and drive; a failure drops the folded state (rebuilt next time)."""
+        try:
+            await self._catch_up(through)
+            await self._drive()
+        except Exception:
+            self.state = None
+            raise
 
     async def _catch_up(self, through: int = 0) -> None:
         filter_subject = subjects.chat_all(self.conversation_id)
