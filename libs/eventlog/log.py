@@ -145,6 +145,9 @@ class EventLog:
             ) from exc
         except nats.errors.TimeoutError as exc:
             raise EventLogError(f"append to {subject} timed out after {self._timeout}s") from exc
+        except nats.js.errors.NoStreamResponseError as exc:
+            # An empty reply: the stream has no leader for the moment (a cluster electing one).
+            raise EventLogError(f"no stream answered the append to {subject}") from exc
         record_metric("append", (time.perf_counter() - began) * 1000)
         return Appended(
             subject=subject, sequence=ack.seq, message_id=mid, duplicate=bool(ack.duplicate)

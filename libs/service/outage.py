@@ -27,6 +27,10 @@ _NATS_AWAY = (
     nats.errors.StaleConnectionError,
     nats.errors.UnexpectedEOF,
     nats.errors.FlushTimeoutError,
+    nats.errors.NoServersError,
+    nats.errors.OutboundBufferLimitError,
+    nats.js.errors.NoStreamResponseError,  # a stream without a leader for the moment
+    nats.js.errors.ServiceUnavailableError,
 )
 _PG_AWAY = (
     asyncpg.exceptions.PostgresConnectionError,

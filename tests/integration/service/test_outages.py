@@ -7,6 +7,7 @@ import asyncio
 import uuid
 
 import asyncpg
+import nats.js.errors
 import pytest
 from nats.aio.msg import Msg
 
@@ -24,6 +25,7 @@ def test_what_counts_as_an_outage() -> None:
     assert is_outage(EventLogError("append to heym.run.x.cmd timed out after 10.0s"))
     assert is_outage(asyncpg.exceptions.CannotConnectNowError("the database is starting up"))
     assert is_outage(ConnectionRefusedError())
+    assert is_outage(nats.js.errors.NoStreamResponseError())  # no stream leader just now
     assert not is_outage(ConcurrencyConflict("heym.run.x.cmd", 1, 2))
     assert not is_outage(ValueError("a bad message"))
     assert not is_outage(TimeoutError())  # a handler's own deadline is not an outage
