@@ -32,6 +32,8 @@ from services.gateway.global_variables import GlobalVariableController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
 from services.gateway.hitl_api import HitlController, ReviewPageController
+from services.gateway.inspector import pages_router
+from services.gateway.inspector.viewer import form_key
 from services.gateway.mcp.endpoint import McpEndpoints
 from services.gateway.mcp.settings_api import McpSettingsController
 from services.gateway.mcp_connections import McpConnectionController
@@ -66,6 +68,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
         app.state.settings = settings
         app.state.secrets = secrets_box
         app.state.token_key = signing_key(settings.require_secret_key())
+        app.state.form_key = form_key(settings.require_secret_key())
         context.ready()
         try:
             yield
@@ -96,6 +99,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             GlobalVariableController,
             HitlController,
             ReviewPageController,
+            pages_router(),
         ],
         lifespan=[lifespan, mcp.lifespan],
         state=State({"mcp": mcp}),
