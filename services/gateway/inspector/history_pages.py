@@ -63,15 +63,16 @@ def _table(items: list[dict[str, Any]], *, show_workflow: bool) -> str:
         if show_workflow:
             href = f"/ui/workflows/{escape(str(r['workflow_id']))}/history"
             workflow = (
-                f'<td class=wrap><a href="{href}">{escape(r["workflow_name"] or "-")}</a></td>'
+                f'<td class=wrap data-label=Workflow><a href="{href}">'
+                f"{escape(r['workflow_name'] or '-')}</a></td>"
             )
         rows.append(
             f'<tr data-run-id="{rid}" data-status="{escape(str(r["status"]))}">'
-            f"<td>{badge(r['status'])}</td>{workflow}"
-            f'<td><a href="/ui/runs/{rid}">{when(r["started_at"])}</a></td>'
-            f"<td class=num>{duration(r['execution_time_ms'])}</td>"
-            f"<td>{escape(str(r['trigger_source'] or ''))}</td>"
-            f'<td><a class=mono href="/ui/runs/{rid}">{rid[:12]}</a></td></tr>'
+            f"<td data-label=Status>{badge(r['status'])}</td>{workflow}"
+            f'<td data-label=Started><a href="/ui/runs/{rid}">{when(r["started_at"])}</a></td>'
+            f"<td class=num data-label=Duration>{duration(r['execution_time_ms'])}</td>"
+            f"<td data-label=Trigger>{escape(str(r['trigger_source'] or ''))}</td>"
+            f'<td data-label=Run><a class=mono href="/ui/runs/{rid}">{rid[:12]}</a></td></tr>'
         )
     return (
         "<div class=scroll><table class=list id=runs>"

@@ -12,7 +12,7 @@ from services.gateway.web.document import document, html_response
 from services.gateway.web.security import content_security_policy, page_headers
 
 CSP = content_security_policy(styles="'self'", scripts="'self'")
-HEADERS = page_headers(CSP)
+HEADERS = page_headers(CSP, referrer="same-origin")
 # htmx without anything that needs eval or inline styles (the CSP allows neither), and never
 # running a script found in swapped HTML.
 _HTMX_CONFIG = (
@@ -33,6 +33,7 @@ def _head() -> str:
     )
     return (
         f"<meta name=htmx-config content='{_HTMX_CONFIG}'>"
+        f'<link rel=icon href="{escape(url("favicon.svg"))}">'
         f'<link rel=stylesheet href="{escape(url("heym.css"))}">{scripts}'
     )
 

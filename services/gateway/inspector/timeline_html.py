@@ -26,6 +26,7 @@ from services.gateway.web.markdown import render_markdown
 PAGE_JSON_BUDGET = 1_500_000
 _MIN_BAR = 2.0  # an instantaneous node still shows as a tick
 _AGENT_TYPES = {"agent", "llm"}
+MAX_DEPTH_CLASS = 8
 
 
 class Budget:
@@ -98,29 +99,35 @@ def _arguments(value: Any) -> Any:
     return value
 
 
+def _depth(depth: int) -> str:
+    """How deep a row is nested (its name column is narrower by as much, so every bar
+    stays on the run's axis)."""
+    return f"d{min(depth, MAX_DEPTH_CLASS)}"
+
+
 class Renderer:
     def __init__(self, axis: Axis, now_ms: int, budget: Budget | None = None) -> None:
         self.axis = axis
         self.now_ms = now_ms
         self.budget = budget or Budget()
 
-    def run(self, item: RunItem) -> str:
-        rows = "".join(self.node(n) for n in item.nodes)
-        rows += "".join(self.nested_run(r) for r in item.loose_runs)
+    def run(self, item: RunItem, depth: int = 0) -> str:
+        rows = "".join(self.node(n, depth) for n in item.nodes)
+        rows += "".join(self.nested_run(r, depth) for r in item.loose_runs)
         if not rows:
             rows = "<p class=meta id=no-nodes>No node has finished yet.</p>"
         return rows
 
-    def nested_run(self, item: RunItem) -> str:
+    def nested_run(self, item: RunItem, depth: int) -> str:
         run = item.run
         rid = escape(str(run["run_id"]))
         link = f'<a href="/ui/runs/{rid}">{escape(run["workflow_name"] or "sub-workflow")}</a>'
         return (
-            f'<div class=tl-nested data-run-id="{rid}">'
-            f"<h4>Sub-workflow {link} {badge(run['status'])}</h4>{self.run(item)}</div>"
+            f'<div class="tl-nested {_depth(depth)}" data-run-id="{rid}">'
+            f"<h4>Sub-workflow {link} {badge(run['status'])}</h4>{self.run(item, depth)}</div>"
         )
 
-    def node(self, node: NodeItem) -> str:
+    def node(self, node: NodeItem, depth: int = 0) -> str:
         row = node.row
         meta = mapping(row.get("metadata"))
         label = str(row.get("node_label") or row.get("node_id") or "")
@@ -137,16 +144,18 @@ class Renderer:
         )
         summary = (
             f"<summary><span class=tl-name><span class=label>{escape(label)}</span>"
-            f"<span class=type>{escape(ntype)}</span> {badge(status)}</span>{bar}"
-            f"<span class=tl-dur>{duration(row.get('execution_time_ms'))}</span></summary>"
+            f"<span class=type>{escape(ntype)}</span></span>{bar}<span class=tl-dur>"
+            f"{badge(status)} <span class=took>{duration(row.get('execution_time_ms'))}</span>"
+            "</span></summary>"
         )
+        body = self._node_body(node, meta, ntype, depth + 1)
         return (
-            f'<details class=tl-row id="node-{escape(invocation)}" data-label="{escape(label)}" '
-            f'data-type="{escape(ntype)}" data-status="{escape(status)}">'
-            f"{summary}<div class=tl-body>{self._node_body(node, meta, ntype)}</div></details>"
+            f'<details class="tl-row {_depth(depth)}" id="node-{escape(invocation)}" '
+            f'data-label="{escape(label)}" data-type="{escape(ntype)}" '
+            f'data-status="{escape(status)}">{summary}<div class=tl-body>{body}</div></details>'
         )
 
-    def _node_body(self, node: NodeItem, meta: dict[str, Any], ntype: str) -> str:
+    def _node_body(self, node: NodeItem, meta: dict[str, Any], ntype: str, depth: int) -> str:
         row = node.row
         output = row.get("output")
         out = output if isinstance(output, dict) else {}
@@ -192,12 +201,12 @@ class Renderer:
         if node.calls:
             parts.append(f"<h3>Tool calls{self._metrics(out)}</h3>")
             parts.extend(
-                self.compression(c) if isinstance(c, Compression) else self.tool(c)
+                self.compression(c, depth) if isinstance(c, Compression) else self.tool(c, depth)
                 for c in node.calls
             )
         for sub in node.sub_agents:
-            parts.append(self._sub_agent(sub))
-        parts.extend(self.nested_run(r) for r in node.runs)
+            parts.append(self._sub_agent(sub, depth))
+        parts.extend(self.nested_run(r, depth) for r in node.runs)
         parts.append(
             "<details class=block><summary>Output</summary>"
             f"{self.budget.block(output, 'output')}</details>"
@@ -225,24 +234,24 @@ class Renderer:
             "</span>"
         )
 
-    def _sub_agent(self, sub: NodeItem) -> str:
+    def _sub_agent(self, sub: NodeItem, depth: int) -> str:
         label = str(sub.row.get("node_label") or "")
         return (
-            f'<div class=tl-nested data-sub-agent="{escape(label)}">'
-            f"<h4>Sub-agent {escape(label)}</h4>{self.node(sub)}</div>"
+            f'<div class="tl-nested {_depth(depth)}" data-sub-agent="{escape(label)}">'
+            f"<h4>Sub-agent {escape(label)}</h4>{self.node(sub, depth)}</div>"
         )
 
-    def compression(self, c: Compression) -> str:
+    def compression(self, c: Compression, depth: int) -> str:
         tokens = ""
         if c.tokens_before is not None and c.tokens_after is not None:
             tokens = f"; about {number(c.tokens_before)} → {number(c.tokens_after)} tokens"
         return (
-            "<div class='tl-note compression' data-compression>"
+            f"<div class='tl-note compression {_depth(depth)}' data-compression>"
             f"<span class=what>Context compressed ({number(c.messages)} messages → summary)"
             f"{tokens}</span><span class=tl-dur>{duration(c.elapsed_ms)}</span></div>"
         )
 
-    def tool(self, call: ToolItem) -> str:
+    def tool(self, call: ToolItem, depth: int) -> str:
         r = call.record
         name = str(r.get("name") or "")
         status = str(r.get("status") or "")
@@ -250,8 +259,9 @@ class Renderer:
         bar = track(self.axis, call.start_ms, call.end_ms, status)
         summary = (
             f"<summary><span class=tl-name><span class=label>{escape(name)}</span>"
-            f"<span class=type>{escape(source)}</span> {badge(status)}</span>{bar}"
-            f"<span class=tl-dur>{duration(r.get('elapsed_ms'))}</span></summary>"
+            f"<span class=type>{escape(source)}</span></span>{bar}"
+            f"<span class=tl-dur>{badge(status)} <span class=took>{duration(r.get('elapsed_ms'))}"
+            "</span></span></summary>"
         )
         facts = _facts(
             [
@@ -271,10 +281,10 @@ class Renderer:
             f"{facts}<h3>Arguments</h3>{arguments}"
             f"<h3>Result</h3>{self.budget.block(r.get('result'), 'result')}"
         )
-        body += "".join(self._sub_agent(s) for s in call.sub_agents)
-        body += "".join(self.nested_run(run) for run in call.runs)
+        body += "".join(self._sub_agent(s, depth + 1) for s in call.sub_agents)
+        body += "".join(self.nested_run(run, depth + 1) for run in call.runs)
         return (
-            f'<details class="tl-row tl-tool" data-tool="{escape(name)}" '
+            f'<details class="tl-row tl-tool {_depth(depth)}" data-tool="{escape(name)}" '
             f'data-status="{escape(status)}">{summary}<div class=tl-body>{body}</div></details>'
         )
 

@@ -63,16 +63,16 @@ def _table(items: list[dict[str, Any]]) -> str:
         tid = escape(str(t["id"]))
         rows.append(
             f'<tr data-trace-id="{tid}" data-request-type="{escape(str(t["request_type"]))}">'
-            f'<td><a href="/ui/traces/{tid}">{when(t["created_at"])}</a></td>'
-            f"<td>{escape(str(t.get('source') or ''))}</td>"
-            f"<td>{escape(str(t.get('request_type') or ''))}</td>"
-            f"<td class=wrap>{escape(str(t.get('node_label') or ''))}</td>"
-            f"<td>{escape(str(t.get('model') or ''))}</td>"
-            f"<td class=num>{number(t.get('prompt_tokens'))}</td>"
-            f"<td class=num>{number(t.get('completion_tokens'))}</td>"
-            f"<td class=num>{number(t.get('total_tokens'))}</td>"
-            f"<td class=num>{duration(t.get('elapsed_ms'))}</td>"
-            f"<td>{badge(_status(t))}</td></tr>"
+            f'<td data-label=When><a href="/ui/traces/{tid}">{when(t["created_at"])}</a></td>'
+            f"<td data-label=Source>{escape(str(t.get('source') or ''))}</td>"
+            f"<td data-label=Type>{escape(str(t.get('request_type') or ''))}</td>"
+            f"<td class=wrap data-label=Node>{escape(str(t.get('node_label') or ''))}</td>"
+            f"<td data-label=Model>{escape(str(t.get('model') or ''))}</td>"
+            f"<td class=num data-label=Prompt>{number(t.get('prompt_tokens'))}</td>"
+            f"<td class=num data-label=Completion>{number(t.get('completion_tokens'))}</td>"
+            f"<td class=num data-label=Total>{number(t.get('total_tokens'))}</td>"
+            f"<td class=num data-label=Elapsed>{duration(t.get('elapsed_ms'))}</td>"
+            f"<td data-label=Status>{badge(_status(t))}</td></tr>"
         )
     head = (
         "<th>When</th><th>Source</th><th>Type</th><th>Node</th><th>Model</th>"

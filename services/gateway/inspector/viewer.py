@@ -7,7 +7,8 @@ takes from a trusted proxy's `X-Forwarded-Proto`, or an https `HEYM_PUBLIC_URL`)
 
 Every form carries a CSRF token: an HMAC of the session token under a key derived from
 `HEYM_SECRET_KEY` (the sign-in form, before any session, of a random nonce cookie). A POST
-without the right token is refused, and so is one whose `Origin` names another host.
+without the right token is refused, and so is one whose `Origin` names another host (pages
+send their referrer to this origin only, so the browser's `Origin` is there to check).
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def cleared(request: Request[Any, Any, State], name: str) -> Cookie:
 async def form_fields(request: Request[Any, Any, State]) -> dict[str, str]:
     """A urlencoded form's fields (first value of each), after the same-origin check."""
     origin = request.headers.get("origin")
-    if origin is not None and urlsplit(origin).netloc != request.headers.get("host", ""):
+    # "null" (an opaque origin) says nothing either way: the CSRF token decides.
+    if origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host"):
         raise FormRefused("This form was sent from another site.")
     raw = await request.body()
     if len(raw) > MAX_FORM_BYTES:

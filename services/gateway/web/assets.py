@@ -18,6 +18,7 @@ from litestar.exceptions import NotFoundException
 PREFIX = "/ui/static/"
 _TYPES = {
     "heym.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
     "inspector.js": "text/javascript; charset=utf-8",
     "vendor/htmx-2.0.11.min.js": "text/javascript; charset=utf-8",
     "vendor/htmx-ext-sse-2.2.4.min.js": "text/javascript; charset=utf-8",

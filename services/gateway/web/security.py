@@ -33,13 +33,15 @@ def content_security_policy(*, styles: str, scripts: str | None = None) -> str:
     return "; ".join(parts)
 
 
-def page_headers(csp: str) -> dict[str, str]:
+def page_headers(csp: str, *, referrer: str = "no-referrer") -> dict[str, str]:
+    """`referrer`: review links carry their token, so the review page sends none at all; the
+    inspector sends it only to itself (`same-origin`), so links followed from agent text
+    carry no run URL away while its own form posts keep their `Origin` (browsers send
+    `Origin: null` under `no-referrer`)."""
     return {
         "Content-Security-Policy": csp,
         "X-Content-Type-Options": "nosniff",
-        # Review links carry their token and inspector URLs name runs: links followed from
-        # agent text must not carry either away.
-        "Referrer-Policy": "no-referrer",
+        "Referrer-Policy": referrer,
         "Cache-Control": "no-store",
         "X-Frame-Options": "DENY",
     }

@@ -73,10 +73,12 @@ async def test_sign_in_sets_a_strict_expiring_cookie_and_sign_out_ends_the_sessi
         assert token.encode() not in hashes
 
         # another gateway replica knows the session (it is in Postgres, not in memory)
-        async with second_gateway(system) as other_url:
-            async with browser_client(system, other_url) as there:
-                there.cookies.set("heym_session", token, path="/ui")
-                assert (await there.get("/ui/history")).status_code == 200
+        async with (
+            second_gateway(system) as other_url,
+            browser_client(system, other_url) as there,
+        ):
+            there.cookies.set("heym_session", token, path="/ui")
+            assert (await there.get("/ui/history")).status_code == 200
 
         out = await c.post("/ui/signout", data={"csrf": csrf_of(page.text)})
         assert out.status_code == 303
@@ -175,9 +177,7 @@ async def test_another_users_run_workflow_and_trace_answer_404(system: System) -
             assert run_id not in r.text
         listing = await other.get("/ui/history")
         assert run_id not in listing.text
-        cancel = await other.post(
-            f"/ui/runs/{run_id}/cancel", data={"csrf": csrf_of(listing.text)}
-        )
+        cancel = await other.post(f"/ui/runs/{run_id}/cancel", data={"csrf": csrf_of(listing.text)})
         assert cancel.status_code == 404
 
 
