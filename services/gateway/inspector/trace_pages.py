@@ -5,6 +5,7 @@ after token estimates."""
 
 from __future__ import annotations
 
+import json
 from html import escape
 from typing import Any
 
@@ -33,6 +34,27 @@ MAX_FILTER = 200
 REQUEST_TYPES = ("chat.completions", "context.compression")
 # A stored trace is bounded (32 KiB of tool payloads), but the messages around them are not.
 TRACE_BLOCK_CHARS = 200_000
+
+
+def readable(value: Any, depth: int = 0) -> Any:
+    """Tool-call `arguments` are JSON text as the model sent it: shown parsed, so a value and
+    its redaction read as they would in the arguments (display only; depth-bounded)."""
+    if depth > 12:
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "arguments" and isinstance(v, str) and v.startswith("{"):
+                try:
+                    out[k] = json.loads(v)
+                    continue
+                except ValueError:
+                    pass
+            out[k] = readable(v, depth + 1)
+        return out
+    if isinstance(value, list):
+        return [readable(v, depth + 1) for v in value]
+    return value
 
 
 def _status(t: dict[str, Any]) -> str:
@@ -128,9 +150,10 @@ def _detail(t: dict[str, Any]) -> str:
         f"<p class=meta>Trace <span class=mono>{escape(str(t['id']))}</span>{run_link}</p>"
         f"{facts}{error}{compression}"
         "<h2>Request</h2><p class=meta>As stored: secrets redacted, large values cut.</p>"
-        f"<div id=trace-request>{json_block(t.get('request'), limit=TRACE_BLOCK_CHARS)}</div>"
+        f"<div id=trace-request>"
+        f"{json_block(readable(t.get('request')), limit=TRACE_BLOCK_CHARS)}</div>"
         f"<h2>Response</h2><div id=trace-response>"
-        f"{json_block(t.get('response'), limit=TRACE_BLOCK_CHARS)}</div>"
+        f"{json_block(readable(t.get('response')), limit=TRACE_BLOCK_CHARS)}</div>"
     )
 
 

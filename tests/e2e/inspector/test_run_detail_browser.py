@@ -2,7 +2,8 @@
 API key, open a workflow's history, open a run with parallel branches and an agent that has
 a sub-agent and compresses its context. The timeline's parallel bars overlap, the agent's tool
 calls show their statuses and times, the nested sub-agent and the compression line are there,
-numbers and times are in the viewer's locale and time zone. Screenshots at desktop and phone
+numbers and times are in the viewer's locale and time zone; the Traces tab lists the run's
+calls and the compression's before/after token estimates. Screenshots at desktop and phone
 width are saved (paths printed)."""
 
 from __future__ import annotations
@@ -138,6 +139,19 @@ async def test_a_run_with_parallel_branches_a_sub_agent_and_a_compression(
         await page.screenshot(path=str(desktop), full_page=True)
         print(f"inspector run detail screenshot (desktop width): {desktop}")
         assert errors == [], errors  # no CSP violation, no script error
+
+        # the Traces tab: the run's calls, the compression with its token estimates
+        await page.locator("#run-traces").click()
+        await page.wait_for_url(re.compile(r".*/ui/traces\?run_id="))
+        squeeze = page.locator('tr[data-request-type="context.compression"]')
+        assert await squeeze.count() == 1
+        calls = page.locator('tr[data-request-type="chat.completions"]')
+        assert await calls.count() >= 5  # planner turns, the summary, the helper
+        await squeeze.locator("td a").first.click()
+        await page.wait_for_url(re.compile(r".*/ui/traces/[^?]+$"))
+        estimates = await page.locator("#compression").inner_text()
+        assert re.search(r"Before\s+\d+ messages, about \d\.\d{3} tokens", estimates), estimates
+        assert re.search(r"After\s+\d+ messages, about \d\.\d{3} tokens", estimates), estimates
 
         phone = await context.new_page()
         await phone.set_viewport_size(PHONE)
