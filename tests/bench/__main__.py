@@ -12,6 +12,7 @@ from tests.bench import (
     assistant_bench,
     eventlog_bench,
     expressions_bench,
+    inspector_bench,
     memory_bench,
     review_bench,
     sandbox_bench,
@@ -28,6 +29,7 @@ SUITES = {
     "expressions": expressions_bench.run,
     "review": review_bench.run,
     "memory": memory_bench.run,
+    "inspector": inspector_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
 OPTIONAL = {"peers": "tests.bench.peers_bench"}
