@@ -44,6 +44,7 @@ async def query_traces(
     credential_id: str | None = None,
     request_type: str | None = None,
     source: str | None = None,
+    status: str | None = None,
     search: str | None = None,
     run_id: str | None = None,
     order: str = "desc",
@@ -53,6 +54,8 @@ async def query_traces(
         raise ClientException(detail=f"limit must be 1-200 and offset 0-{MAX_OFFSET}")
     if order not in ("asc", "desc"):
         raise ClientException(detail="order must be asc or desc")
+    if status not in (None, "error", "success"):
+        raise ClientException(detail="status must be error or success")
     where = ["COALESCE(r.owner_id, t.owner_id) = $1"]
     args: list[Any] = [owner_id]
     for column, value in (
@@ -65,6 +68,8 @@ async def query_traces(
         if value:
             args.append(value)
             where.append(f"{column} = ${len(args)}")
+    if status:
+        where.append("t.error IS NOT NULL" if status == "error" else "t.error IS NULL")
     if search:
         args.append(f"%{search}%")
         where.append(f"(t.model ILIKE ${len(args)} OR a.node_label ILIKE ${len(args)})")
@@ -106,6 +111,7 @@ class TraceController(Controller):
         credential_id: str | None = None,
         request_type: str | None = None,
         source: str | None = None,
+        status: str | None = None,
         search: str | None = None,
         run_id: str | None = None,
         order: str = "desc",
@@ -119,6 +125,7 @@ class TraceController(Controller):
             credential_id=credential_id,
             request_type=request_type,
             source=source,
+            status=status,
             search=search,
             run_id=run_id,
             order=order,

@@ -32,6 +32,7 @@ from services.gateway.traces import query_traces, trace_by_id
 PAGE = 50
 MAX_FILTER = 200
 REQUEST_TYPES = ("chat.completions", "context.compression")
+STATUSES = [("", "any status"), ("success", "success"), ("error", "error")]
 # A stored trace is bounded (32 KiB of tool payloads), but the messages around them are not.
 TRACE_BLOCK_CHARS = 200_000
 
@@ -70,6 +71,8 @@ def _filters(params: dict[str, Any]) -> str:
         f"{hidden}<label>Search<input type=search name=search maxlength=200 "
         f'value="{escape(params.get("search") or "")}" placeholder="model or node"></label>'
         f"<label>Type<select name=request_type>{options(kinds, params.get('request_type'))}"
+        "</select></label>"
+        f"<label>Status<select name=status>{options(STATUSES, params.get('status'))}"
         "</select></label>"
         f'<label>Source<input type=text name=source maxlength=100 value="'
         f'{escape(params.get("source") or "")}"></label>'
@@ -172,9 +175,11 @@ class TracePagesController(Controller):
         source: str | None = None,
         search: str | None = None,
         run_id: str | None = None,
+        status: str | None = None,
     ) -> Response[str]:
         params: dict[str, Any] = {
             "request_type": request_type or None,
+            "status": status or None,
             "source": source or None,
             "search": search or None,
             "run_id": run_id or None,
