@@ -33,6 +33,7 @@ from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
 from services.gateway.hitl_api import HitlController, ReviewPageController
 from services.gateway.inspector import pages_router
+from services.gateway.inspector.live_slots import LiveSlots
 from services.gateway.inspector.viewer import form_key
 from services.gateway.mcp.endpoint import McpEndpoints
 from services.gateway.mcp.settings_api import McpSettingsController
@@ -102,7 +103,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             pages_router(),
         ],
         lifespan=[lifespan, mcp.lifespan],
-        state=State({"mcp": mcp}),
+        state=State({"mcp": mcp, "live_slots": LiveSlots()}),
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
         request_max_body_size=MAX_BODY_BYTES,
         middleware=[RequestGuard()],

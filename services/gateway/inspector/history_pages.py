@@ -80,7 +80,9 @@ def _table(items: list[dict[str, Any]], *, show_workflow: bool) -> str:
     )
 
 
-def _check(limit: int, offset: int, status: str | None, search: str | None) -> None:
+def _check(
+    limit: int, offset: int, status: str | None, search: str | None, trigger_source: str | None
+) -> None:
     if limit not in PAGE_SIZES:
         raise ClientException(detail=f"the page size must be one of {PAGE_SIZES}")
     if offset < 0:
@@ -89,6 +91,8 @@ def _check(limit: int, offset: int, status: str | None, search: str | None) -> N
         raise ClientException(detail="unknown status")
     if search and len(search) > MAX_SEARCH:
         raise ClientException(detail="the search is too long")
+    if trigger_source and len(trigger_source) > MAX_SEARCH:
+        raise ClientException(detail="the trigger source is too long")
 
 
 async def _page(
@@ -107,7 +111,7 @@ async def _page(
 ) -> Response[str]:
     started = time.perf_counter()
     status, trigger_source, search = status or None, trigger_source or None, search or None
-    _check(limit, offset, status, search)
+    _check(limit, offset, status, search, trigger_source)
     found = await query_history(
         request.app.state.ctx.pool,
         viewer.user.id,

@@ -26,6 +26,7 @@ from contracts import subjects
 from libs.results import sse_frames
 from libs.service import ServiceContext
 from services.gateway.inspector.fragments import badge, duration, mapping, number, when
+from services.gateway.inspector.live_slots import LiveSlots
 from services.gateway.inspector.run_html import notice, status_badge, timeline_fragment
 from services.gateway.inspector.run_reads import nodes_reached, read_run, run_status
 
@@ -35,6 +36,10 @@ KEEPALIVE_S = 15.0
 STREAM_LIMIT_S = 3600.0
 SETTLE_S = 10.0
 MAX_ENTRIES = 2000
+_TOO_MANY = (
+    "<li data-kind=refused>You follow too many runs live at once; close another tab's "
+    "Debug panel and reload this page.</li>"
+)
 
 
 def _tool_line(node: str, entry: dict[str, Any]) -> tuple[str, str] | None:
@@ -110,6 +115,28 @@ async def _settled(ctx: ServiceContext, owner_id: str, run_id: str) -> None:
 
 
 async def follow(
+    ctx: ServiceContext,
+    slots: LiveSlots,
+    owner_id: str,
+    run_id: str,
+    workflow_id: str,
+    after: int,
+) -> AsyncIterator[ServerSentEventMessage]:
+    """The stream, holding one of the viewer's live slots while it runs (taken when it
+    starts, so a stream that never starts holds none)."""
+    if not slots.take(owner_id):
+        yield ServerSentEventMessage(data=_TOO_MANY, event="entry")
+        yield ServerSentEventMessage(data="too many live views open", event="live")
+        yield ServerSentEventMessage(data="end", event="done")
+        return
+    try:
+        async for message in _follow(ctx, owner_id, run_id, workflow_id, after):
+            yield message
+    finally:
+        slots.give_back(owner_id)
+
+
+async def _follow(
     ctx: ServiceContext, owner_id: str, run_id: str, workflow_id: str, after: int
 ) -> AsyncIterator[ServerSentEventMessage]:
     sent = 0

@@ -59,7 +59,9 @@ class RunPagesController(Controller):
         if run is None:
             raise _missing(run_id)
         after = _last_event_id(request)
-        frames = follow(ctx, viewer.user.id, str(run["run_id"]), str(run["workflow_id"]), after)
+        slots = request.app.state.live_slots
+        rid, wid = str(run["run_id"]), str(run["workflow_id"])
+        frames = follow(ctx, slots, viewer.user.id, rid, wid, after)
         return ServerSentEvent(frames, headers={"Cache-Control": "no-store"})
 
     @post("/{run_id:str}/cancel", summary="Cancel a running run", status_code=303)

@@ -104,8 +104,11 @@ def cleared(request: Request[Any, Any, State], name: str) -> Cookie:
 async def form_fields(request: Request[Any, Any, State]) -> dict[str, str]:
     """A urlencoded form's fields (first value of each), after the same-origin check."""
     origin = request.headers.get("origin")
-    # "null" (an opaque origin) says nothing either way: the CSRF token decides.
-    if origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host"):
+    # "null" (an opaque origin) says nothing either way: the CSRF token decides. Behind a
+    # proxy that changes Host, the public URL's host is this site too.
+    public = urlsplit(request.app.state.settings.public_url or "").netloc
+    here = {request.headers.get("host"), public or None}
+    if origin not in (None, "null") and urlsplit(origin).netloc not in here:
         raise FormRefused("This form was sent from another site.")
     raw = await request.body()
     if len(raw) > MAX_FORM_BYTES:

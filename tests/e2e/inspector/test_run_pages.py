@@ -1,18 +1,23 @@
 """Inspector pages over HTTP: a paused run links to its review page and shows its pause as a
 gap, the cancel form cancels it; a sub-workflow's run is nested under the Execute node that
-started it; the history list pages with the API's filters."""
+started it; the history list pages with the API's filters; a wait is drawn as a gap; live
+streams are limited per user and end with the run."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 import uuid
 from html import escape
+from typing import Any
 
 import pytest
 
 from libs.testing.eventually import eventually
 from libs.testing.http_target import HttpTarget
 from libs.testing.model_server import ModelServer
+from services.gateway.inspector.live_slots import LiveSlots
 from tests.e2e.agents.helpers import create, model_credential, n
 from tests.e2e.inspector.helpers import browser_client, csrf_of, sign_in
 from tests.e2e.review.helpers import drafting_rules, review_workflow, script, wait_status
@@ -149,3 +154,52 @@ async def test_the_history_list_filters_and_pages(system: System) -> None:
         assert "No runs match." in sources
         assert (await ui.get("/ui/history", params={"status": "nope"})).status_code == 400
         assert (await ui.get("/ui/history", params={"limit": 7})).status_code == 400
+
+
+async def _first_event(lines: Any) -> str:
+    async for line in lines:
+        if line.startswith("event:"):
+            return str(line)
+    raise AssertionError("the stream ended without an event")
+
+
+async def test_a_wait_is_a_gap_and_live_streams_are_limited_per_user(system: System) -> None:
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        wid = await create(
+            c,
+            [n("in", "textInput", "req"), n("w", "wait", "pause", duration=6000)],
+            [{"id": "e", "source": "in", "target": "w"}],
+        )
+        execution = asyncio.create_task(c.post(f"/api/workflows/{wid}/execute", json={}))
+
+        async def running() -> str:
+            items = (await c.get(f"/api/workflows/{wid}/history")).json()["items"]
+            assert items, "no run yet"
+            return str(items[0]["id"])
+
+        run_id = await eventually(running, timeout=20)
+        async with browser_client(system) as ui, contextlib.AsyncExitStack() as streams:
+            await sign_in(ui, key)
+            held = []
+            for _ in range(LiveSlots().per_user):
+                r = await streams.enter_async_context(ui.stream("GET", f"/ui/runs/{run_id}/live"))
+                assert r.status_code == 200
+                lines = r.aiter_lines()
+                assert await _first_event(lines) == "event: entry"  # following: a slot is held
+                held.append(lines)
+            async with ui.stream("GET", f"/ui/runs/{run_id}/live") as extra:
+                text = "".join([line async for line in extra.aiter_lines()])
+            assert "data-kind=refused" in text
+            assert "event: done" in text
+            # one of the held streams follows the run to its end, and says so
+            rest = "\n".join([line async for line in held[0]])
+            assert "event: status" in rest
+            assert 'data-status="success"' in rest
+            assert rest.rstrip().endswith("data: end")
+        assert (await execution).status_code == 200
+        async with browser_client(system) as ui:
+            await sign_in(ui, key)
+            html = (await ui.get(f"/ui/runs/{run_id}")).text
+        pause = html[html.index('data-label="pause"') :]
+        assert re.search(r'<rect class="wait" x="[\d.]+" y="2" width="(\d{3})', pause), pause[:800]
