@@ -26,8 +26,9 @@ from contracts.base import Event
 
 ChatSource = Literal["chat", "mcp", "a2a"]
 # Heym's `CredentialPromptMode`: the Chat tab asks and creates, the builder applies the
-# choices it was given, `heym_chat` turns (MCP) never ask.
-CredentialMode = Literal["ask_and_create", "apply_choices", "off"]
+# choices it was given, `heym_chat` turns (MCP) never ask; A2A turns ask through a link to
+# Heym's credential page (the value never passes through the calling agent).
+CredentialMode = Literal["ask_and_create", "apply_choices", "off", "ask_via_link"]
 ChatToolStatus = Literal["success", "error", "pending", "cancelled", "refused", "running"]
 
 MAX_MESSAGE_CHARS: Final = 20_000
@@ -89,6 +90,12 @@ class ChatMessagePosted(Event, tag="chat.message_posted", frozen=True):
     starts_turn: bool = True
     posted_at_ms: int = 0
     timezone: str = "UTC"
+    # A2A: the task this message belongs to (a new task names itself: `task_id` ==
+    # `message_id`; an answer to INPUT_REQUIRED / AUTH_REQUIRED names the task it continues),
+    # and the A2A Message as the client sent it (its messageId, parts, metadata) for the
+    # task's history. Empty for messages of other surfaces.
+    task_id: str = ""
+    a2a_message: dict[str, Any] | None = None
 
 
 class ChatQueuedMessageEdited(Event, tag="chat.queued_message_edited", frozen=True):
@@ -106,6 +113,9 @@ class ChatCancelRequested(Event, tag="chat.cancel_requested", frozen=True):
     turn_id: str
     reason: str = "cancelled by user"
     requested_at_ms: int = 0
+    # A2A `CancelTask`: the task it cancels. A task waiting for input (its turn has ended)
+    # is cancelled by this event alone; a running one when its turn ends cancelled.
+    task_id: str = ""
 
 
 class ChatTimerFired(Event, tag="chat.timer_fired", frozen=True):
@@ -212,6 +222,17 @@ class ChatContextCompressed(Event, tag="chat.context_compressed", frozen=True):
     elapsed_ms: float = 0.0
 
 
+class ChatArtifactRecorded(Event, tag="chat.artifact", frozen=True):
+    """An A2A artifact the turn produced besides its reply (or a chunk of one: `append`
+    adds parts to the artifact with the same id; `last_chunk` closes it). `artifact` is the
+    A2A 1.0 JSON (`artifactId`, `name`, `parts`)."""
+
+    turn_id: str
+    artifact: dict[str, Any]
+    append: bool = False
+    last_chunk: bool = True
+
+
 class ChatTurnCompleted(Event, tag="chat.turn_completed", frozen=True):
     """The reply. `text` is what the user reads; `markers` are the hidden workflow markers
     stored with it (how a later "change it" finds the workflow)."""
@@ -222,6 +243,11 @@ class ChatTurnCompleted(Event, tag="chat.turn_completed", frozen=True):
     paused_for_clarification: bool = False
     verified: dict[str, Any] | None = None
     finished_at_ms: int = 0
+    # A save in this turn needs credentials the user does not have (credential mode
+    # `ask_via_link`): `{name, type, node}` each; A2A answers AUTH_REQUIRED with links.
+    credentials_needed: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    # The reply is a message, not a task (A2A conformance: `tck-message-response`).
+    message_only: bool = False
 
 
 class ChatTurnFailed(Event, tag="chat.turn_failed", frozen=True):
@@ -229,6 +255,8 @@ class ChatTurnFailed(Event, tag="chat.turn_failed", frozen=True):
     error: str
     partial_text: str = ""
     finished_at_ms: int = 0
+    # The agent refused the request (A2A TASK_STATE_REJECTED) rather than failing at it.
+    rejected: bool = False
 
 
 class ChatTurnCancelled(Event, tag="chat.turn_cancelled", frozen=True):
@@ -258,6 +286,7 @@ CHAT_TURN_EVENTS: tuple[type[Event], ...] = (
     ChatToolChecked,
     ChatToolFinished,
     ChatContextCompressed,
+    ChatArtifactRecorded,
     ChatTurnCompleted,
     ChatTurnFailed,
     ChatTurnCancelled,

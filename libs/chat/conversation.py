@@ -16,6 +16,7 @@ import msgspec
 
 from contracts.base import Envelope, UnknownEvent
 from contracts.chat import (
+    ChatArtifactRecorded,
     ChatCancelRequested,
     ChatContextCompressed,
     ChatConversationDeleted,
@@ -86,6 +87,7 @@ class Turn:
     # Keyed by the round about to be asked when the compression happened.
     compressions: dict[int, ChatContextCompressed] = field(default_factory=dict)
     cancel: ChatCancelRequested | None = None
+    artifacts: list[ChatArtifactRecorded] = field(default_factory=list)
     ended: TurnEnd | None = None
     end_sequence: int = 0
 
@@ -240,6 +242,8 @@ class Conversation:
                 call.finished = ev
         elif isinstance(ev, ChatContextCompressed):
             current.compressions[ev.round] = ev
+        elif isinstance(ev, ChatArtifactRecorded):
+            current.artifacts.append(ev)
         elif isinstance(ev, ChatTurnCompleted | ChatTurnFailed | ChatTurnCancelled):
             current.ended = ev
             current.end_sequence = sequence

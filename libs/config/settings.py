@@ -41,6 +41,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Host names (besides loopback and HEYM_HTTP_HOST) MCP clients may use: the MCP endpoints
     # refuse other Host/Origin headers (DNS-rebinding protection).
     mcp_allowed_hosts: tuple[str, ...] = ()
+    # A2A conformance mode: the A2A server answers with a scripted agent implementing the
+    # A2A TCK's scenarios (chosen by configuration only, never by request content), and A2A
+    # is on for the administrators from the start. Never for a real deployment.
+    a2a_conformance: bool = False
     # Retries of a failed model request (429, 5xx, timeout) inside one agent invocation,
     # before the node's own retry policy applies.
     model_retries: int = 3
@@ -132,6 +136,15 @@ def _public_url(raw: str | None) -> str | None:
     return raw.rstrip("/")
 
 
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise SettingsError(f"{name} must be 1 or 0, got {raw!r}")
+
+
 def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
     raw = (env.get(name) or "").strip().lower()
     if not raw:
@@ -189,6 +202,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         skill_runner=_choice(env, "HEYM_SKILL_RUNNER", ("auto", "uv", "python")),
         sandbox_uid_base=_int(env, "HEYM_SANDBOX_UID_BASE", 61000, lo=1000, hi=2**31 - 70000),
         docs_dir=Path(docs) if (docs := text("HEYM_DOCS_DIR")) else None,
+        a2a_conformance=_flag(env, "HEYM_A2A_CONFORMANCE"),
         mcp_allowed_hosts=tuple(
             h.strip() for h in (text("HEYM_MCP_ALLOWED_HOSTS") or "").split(",") if h.strip()
         ),

@@ -18,6 +18,8 @@ from libs.config import Settings
 from libs.eventlog import EventLogError
 from libs.secrets import SecretBox
 from libs.service import ServiceContext
+from services.gateway.a2a.endpoint import A2AEndpoints
+from services.gateway.a2a.settings_api import A2ASettingsController
 from services.gateway.agent_memory import AgentMemoryController
 from services.gateway.chat_log import ChatError
 from services.gateway.chats import ChatController, chat_error_handler
@@ -60,6 +62,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
     secrets_box = SecretBox.from_setting(settings.require_secret_key())  # fail before opening
     context = ctx or ServiceContext(SERVICE, settings)
     mcp = McpEndpoints(settings)
+    a2a = A2AEndpoints(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -100,10 +103,11 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             GlobalVariableController,
             HitlController,
             ReviewPageController,
+            A2ASettingsController,
             pages_router(),
         ],
-        lifespan=[lifespan, mcp.lifespan],
-        state=State({"mcp": mcp, "live_slots": LiveSlots()}),
+        lifespan=[lifespan, mcp.lifespan, a2a.lifespan],
+        state=State({"mcp": mcp, "a2a": a2a, "live_slots": LiveSlots()}),
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
         request_max_body_size=MAX_BODY_BYTES,
         middleware=[RequestGuard()],
@@ -118,7 +122,8 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
 async def serve(settings: Settings) -> None:
     app = create_app(settings)
     config = uvicorn.Config(
-        app.state.mcp.wrap(app),  # the MCP transports answer /api/mcp paths before Litestar
+        # the MCP and A2A transports answer their paths before Litestar
+        app.state.a2a.wrap(app.state.mcp.wrap(app)),
         host=settings.http_host,
         port=settings.http_port,
         log_level=settings.log_level.lower(),

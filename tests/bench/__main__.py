@@ -8,6 +8,7 @@ import logging
 import sys
 
 from tests.bench import (
+    a2a_bench,
     agent_bench,
     assistant_bench,
     eventlog_bench,
@@ -28,6 +29,7 @@ SUITES = {
     "assistant": assistant_bench.run,
     "expressions": expressions_bench.run,
     "review": review_bench.run,
+    "a2a": a2a_bench.run,
     "memory": memory_bench.run,
     "inspector": inspector_bench.run,
 }

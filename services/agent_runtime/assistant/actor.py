@@ -24,6 +24,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from nats.aio.msg import Msg
 
@@ -44,6 +45,7 @@ MAX_STEPS_PER_WAKE = 2_000
 KEEPALIVE_S = 3.0
 CACHED_CONVERSATIONS = 512
 STOP_VISIBLE_S = 5.0
+Decider = Callable[[Conversation, int], Any]
 
 
 def now_ms() -> int:
@@ -79,8 +81,10 @@ class ConversationActor:
         effects: Effects,
         *,
         on_idle: Callable[[ConversationActor], None],
+        decider: Decider = decide,
     ) -> None:
         self.conversation_id = conversation_id
+        self._decide = decider
         self._log = event_log
         self._effects = effects
         self._on_idle = on_idle
@@ -154,7 +158,7 @@ class ConversationActor:
         for _ in range(MAX_STEPS_PER_WAKE):
             state = self.state
             assert state is not None
-            step = decide(state, now_ms())
+            step = self._decide(state, now_ms())
             if isinstance(step, Idle):
                 self._pending = None
                 return
@@ -246,9 +250,10 @@ class ConversationActor:
 class Assistant:
     """The conversation actors of this runtime; idle ones stay cached (bounded)."""
 
-    def __init__(self, event_log: EventLog, effects: Effects) -> None:
+    def __init__(self, event_log: EventLog, effects: Effects, decider: Decider = decide) -> None:
         self._log = event_log
         self._effects = effects
+        self._decide = decider
         self._actors: OrderedDict[str, ConversationActor] = OrderedDict()
 
     def __len__(self) -> int:
@@ -267,7 +272,13 @@ class Assistant:
             return
         actor = self._actors.get(conversation_id)
         if actor is None:
-            actor = ConversationActor(conversation_id, self._log, self._effects, on_idle=self._idle)
+            actor = ConversationActor(
+                conversation_id,
+                self._log,
+                self._effects,
+                on_idle=self._idle,
+                decider=self._decide,
+            )
             self._actors[conversation_id] = actor
         self._actors.move_to_end(conversation_id)
         actor.deliver(envelopes, msg)

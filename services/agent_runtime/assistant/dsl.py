@@ -13,6 +13,7 @@ LLM_NODE_TYPES = ("llm", "agent")
 LLM_CREDENTIAL_TYPES = ("openai", "custom", "google")
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_NAMED_CREDENTIAL = re.compile(r"\$credentials\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def extract_workflow(text: str, goal: str) -> dict[str, Any] | None:
@@ -138,6 +139,24 @@ def apply_credentials(
             node["data"] = data
         out.append(node)
     return result
+
+
+def missing_named_credentials(
+    nodes: list[Any], owned: dict[str, dict[str, str]]
+) -> list[dict[str, Any]]:
+    """`$credentials.<name>` references to credentials the user does not have, one entry per
+    name (credential mode `ask_via_link`: the user creates each through a link)."""
+    names = {v["name"] for v in owned.values()}
+    found: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        if not isinstance(node, dict):
+            continue
+        text = json.dumps(node.get("data") or {}, default=str)
+        for name in _NAMED_CREDENTIAL.findall(text):
+            if name not in names and name not in found:
+                label = (node.get("data") or {}).get("label") or node.get("id")
+                found[name] = {"name": name, "type": "custom", "node": label}
+    return list(found.values())
 
 
 def _llm_credentials(

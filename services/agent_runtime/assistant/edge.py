@@ -19,12 +19,15 @@ from nats.aio.msg import Msg
 from contracts import subjects
 from contracts.base import Envelope
 from contracts.catalog import BatchDecodeError
+from libs.chat import Conversation
 from libs.projection import ProjectionRunner
 from libs.secrets import SecretBox
 from libs.secrets.credentials import ResolvedCredential, load_credential
 from libs.service import ServiceContext
 from libs.service.work import WorkConsumer
-from services.agent_runtime.assistant.actor import Assistant
+from services.agent_runtime.assistant import conformance as conformance_mode
+from services.agent_runtime.assistant.actor import Assistant, Decider
+from services.agent_runtime.assistant.domain import Step, decide
 from services.agent_runtime.assistant.effects import Effects
 from services.agent_runtime.assistant.projection import ChatProjector
 from services.agent_runtime.assistant.tools.docs import index_docs
@@ -56,7 +59,7 @@ def install(app: FastStream, ctx: ServiceContext) -> None:
                 resolve=resolve,
                 settings=ctx.settings,
             )
-            assistant = Assistant(ctx.event_log, effects)
+            assistant = Assistant(ctx.event_log, effects, deciders(ctx.settings.a2a_conformance))
         return assistant
 
     async def on_command(envelopes: list[Envelope], msg: Msg) -> None:
@@ -98,6 +101,21 @@ def install(app: FastStream, ctx: ServiceContext) -> None:
         ctx.on_close(stop)
 
     app.after_startup(start)
+
+
+def deciders(conformance: bool) -> Decider:
+    """The model-driven decider; in A2A conformance mode, the scripted TCK agent for A2A
+    conversations (chosen by configuration, never by what a request says)."""
+    if not conformance:
+        return decide
+    log.warning("A2A conformance mode: A2A conversations are answered by the scripted TCK agent")
+
+    def either(conv: Conversation, now_ms: int) -> Step:
+        if conv.source == "a2a":
+            return conformance_mode.decide(conv, now_ms)
+        return decide(conv, now_ms)
+
+    return either
 
 
 async def _index(ctx: ServiceContext) -> None:

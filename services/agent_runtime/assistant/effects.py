@@ -75,7 +75,8 @@ class Effects:
 
     async def perform(self, conv: Conversation, step: Step) -> Work:
         if isinstance(step, Record):
-            return Work(step.events, [self._cancel_runs(step.cancel_runs)])
+            timers = [self._timer(conv.conversation_id, t, at) for t, at in step.timers]
+            return Work(step.events, [self._cancel_runs(step.cancel_runs), *timers])
         if isinstance(step, PrepareTurn):
             return Work([await prepare_turn(self._pool, conv, step.turn)])
         if isinstance(step, AskModel):
@@ -132,6 +133,12 @@ class Effects:
                 "Nats-Msg-Id": f"chat-timer-{conversation_id}-{timer_id}",
             },
         )
+
+    def _timer(self, conversation_id: str, timer_id: str, at_ms: int) -> After:
+        async def set_it() -> None:
+            await self.set_timer(conversation_id, timer_id, at_ms)
+
+        return set_it
 
     def _cancel_runs(self, run_ids: list[str]) -> After:
         async def cancel() -> None:

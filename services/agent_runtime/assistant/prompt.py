@@ -31,7 +31,7 @@ async def prepare_turn(pool: asyncpg.Pool[Any], conv: Conversation, turn: Turn) 
     message = turn.message
     rows = await store.list_workflows(pool, conv.owner_id)
     credentials: list[dict[str, Any]] | None = None
-    if message.credential_mode == "ask_and_create":
+    if message.credential_mode in ("ask_and_create", "ask_via_link"):
         creds = await pool.fetch(
             "SELECT id, name, type FROM credentials WHERE owner_id = $1 ORDER BY name",
             uuid.UUID(conv.owner_id),

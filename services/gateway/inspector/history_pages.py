@@ -22,7 +22,7 @@ PAGE_SIZES = (25, 50, 100, 200)
 MAX_SEARCH = 200
 TRIGGER_SOURCES = (
     "API", "MCP", "SUB_WORKFLOW", "AI Agents", "Canvas", "Quick Drawer", "cron",
-    "dashboard_chat", "A2A",
+    "dashboard_chat",
 )  # fmt: skip
 
 

@@ -83,11 +83,16 @@ async def test_chat_lists_runs_reports_and_continues(system: System, model: Mode
         assert reply(again) == text
 
         # The run went through the scheduler: a normal run in history, from the chat.
-        history = await c.get(
-            "/api/workflows/history/all", params={"trigger_source": "dashboard_chat"}
-        )
-        assert history.status_code == 200
-        assert [i["workflow_id"] for i in history.json()["items"]] == [wid]
+        async def in_history() -> bool:
+            history = await c.get(
+                "/api/workflows/history/all", params={"trigger_source": "dashboard_chat"}
+            )
+            assert history.status_code == 200
+            assert [i["workflow_id"] for i in history.json()["items"]] == [wid]
+            return True
+
+        # the history read model is a projection: it follows the log shortly after
+        await eventually(in_history, timeout=20)
 
         # The conversation goes on, with the earlier turn as history.
         second = await turn(c, cid, "thanks!", cred)

@@ -37,7 +37,7 @@ async def caught_up(nc: NATS, url: str, log: EventLog) -> ProjectionRunner:
     task = asyncio.create_task(runner.run())
     last = await log.last_sequence("heym.run.>")
     try:
-        await eventually(lambda: runner.position >= last, timeout=20, message="projector stalled")
+        await eventually(lambda: runner.position >= last, timeout=60, message="projector stalled")
     finally:
         runner.stop()
         await task

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from contracts.base import Event
 from contracts.chat import (
@@ -37,10 +38,12 @@ class Idle:
 
 @dataclass(frozen=True)
 class Record:
-    """Events the decision itself produced; `cancel_runs` are runs to stop afterwards."""
+    """Events the decision itself produced; `cancel_runs` are runs to stop afterwards, and
+    `timers` durable timers `(timer_id, at_ms)` to set once the events are recorded."""
 
     events: list[Event]
     cancel_runs: list[str] = field(default_factory=list)
+    timers: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -226,8 +229,13 @@ def _completed(
             paused_for_clarification=asks_clarification(text),
             verified=verified_notice,
             finished_at_ms=now_ms,
+            credentials_needed=credentials_needed(turn),
         ),
     )
+
+
+def cancelled(turn: Turn, now_ms: int) -> Record:
+    return _cancelled(turn, now_ms)
 
 
 def _cancelled(turn: Turn, now_ms: int) -> Record:
@@ -263,6 +271,24 @@ def _partial(turn: Turn) -> str:
 
 def asks_clarification(text: str) -> bool:
     return bool(_CLARIFY.search(text))
+
+
+SAVING_TOOLS = frozenset({"save_workflow", "create_workflow", "edit_workflow"})
+
+
+def credentials_needed(turn: Turn) -> list[dict[str, Any]]:
+    """What the turn's last save still needs (credential mode `ask_via_link`): the user
+    creates each credential through a link and answers on the same A2A task."""
+    if turn.message.credential_mode != "ask_via_link":
+        return []
+    needed: list[dict[str, Any]] = []
+    for call in turn.calls():
+        result = call.finished.result if call.finished is not None else None
+        if call.name not in SAVING_TOOLS or not isinstance(result, dict):
+            continue
+        needs = result.get("needs") if result.get("status") == "requires_credentials" else []
+        needed = [dict(n) for n in needs or [] if isinstance(n, dict)]
+    return needed
 
 
 def markers(turn: Turn) -> list[str]:

@@ -15,7 +15,7 @@ from libs.chat import ToolCall
 from libs.schedules import cron_trigger, put_schedule
 from libs.workflow import store
 from libs.workflow.fields import checked_fields, problem_summary
-from services.agent_runtime.assistant.dsl import apply_credentials
+from services.agent_runtime.assistant.dsl import apply_credentials, missing_named_credentials
 from services.agent_runtime.assistant.tools.env import Outcome, ToolEnv
 from services.agent_runtime.assistant.tools.runs import run_inputs
 from services.agent_runtime.assistant.tools.workflows import input_fields
@@ -23,6 +23,12 @@ from services.agent_runtime.assistant.tools.workflows import input_fields
 CREDENTIALS_NOTE = (
     "Some nodes need a credential: open the workflow in Heym and pick one for each node "
     "listed in credentials_to_assign_in_ui."
+)
+
+LINK_INSTRUCTIONS = (
+    "The user must create these credentials in Heym first (they get a link to the credential "
+    "page; never ask for the secret value). Tell them which credentials are missing and stop; "
+    "save again when they say they exist."
 )
 
 
@@ -56,12 +62,18 @@ async def save(
         mode=env.mode,
         existing=existing,
     )
-    if passed.needs:
+    needs = list(passed.needs)
+    if env.mode == "ask_via_link":
+        needs = [{**n, "type": n.get("credential_types", ["openai"])[0]} for n in needs]
+        needs += missing_named_credentials(passed.nodes, owned)
+    if needs:
         return Outcome(
             {
                 "status": "requires_credentials",
-                "needs": passed.needs,
-                "instructions": "Ask the user which credential each node should use (a "
+                "needs": needs,
+                "instructions": LINK_INSTRUCTIONS
+                if env.mode == "ask_via_link"
+                else "Ask the user which credential each node should use (a "
                 "single-choice heym-clarify question per service), then save again with "
                 "credential_choices.",
             }
