@@ -8,17 +8,16 @@ width are saved (paths printed)."""
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from libs.testing.http_target import HttpTarget
 from libs.testing.model_server import ModelServer
+from tests.e2e import artifacts
 from tests.e2e.agents.helpers import create, model_credential
 from tests.e2e.browser import DESKTOP, PHONE, browser_context
 from tests.e2e.inspector.workflows import parallel_agent_workflow, planner_script
@@ -26,18 +25,10 @@ from tests.e2e.system import System
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[3]
 # What sticks out past the right edge of the screen (named in a failure).
 WIDER_THAN_THE_SCREEN = """w => Array.from(document.querySelectorAll('*'))
     .filter(e => e.getBoundingClientRect().right > w).slice(0, 5)
     .map(e => e.tagName + '.' + e.className + ' ' + e.textContent.slice(0, 30))"""
-
-
-def artifacts() -> Path:
-    """Where screenshots go: `HEYM_TEST_ARTIFACTS`, else `.heym/test-artifacts/`."""
-    path = Path(os.environ.get("HEYM_TEST_ARTIFACTS") or ROOT / ".heym" / "test-artifacts")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 async def sign_in_browser(page: Any, base_url: str, key: str) -> None:
@@ -134,10 +125,10 @@ async def test_a_run_with_parallel_branches_a_sub_agent_and_a_compression(
         assert f"{tokyo:%H:%M:%S}" in stamp, (stamp, started)
         assert stamp != started
 
-        shots = artifacts()
+        shots = artifacts.directory()
         desktop = shots / f"inspector-run-desktop-{uuid.uuid4().hex[:6]}.png"
         await page.screenshot(path=str(desktop), full_page=True)
-        print(f"inspector run detail screenshot (desktop width): {desktop}")
+        artifacts.saved(desktop, "inspector run detail screenshot (desktop width)")
         assert errors == [], errors  # no CSP violation, no script error
 
         # the Traces tab: the run's calls, the compression with its token estimates
@@ -162,11 +153,11 @@ async def test_a_run_with_parallel_branches_a_sub_agent_and_a_compression(
         assert width <= PHONE["width"], (width, wide)  # one column: no sideways scrolling
         shot = shots / f"inspector-run-phone-{uuid.uuid4().hex[:6]}.png"
         await phone.screenshot(path=str(shot), full_page=True)
-        print(f"inspector run detail screenshot (phone width): {shot}")
+        artifacts.saved(shot, "inspector run detail screenshot (phone width)")
         await phone.goto(f"{system.base_url}/ui/history")
         width = await phone.evaluate("document.documentElement.scrollWidth")
         wide = await phone.evaluate(WIDER_THAN_THE_SCREEN, PHONE["width"])
         assert width <= PHONE["width"], (width, wide)
         shot = shots / f"inspector-history-phone-{uuid.uuid4().hex[:6]}.png"
         await phone.screenshot(path=str(shot), full_page=True)
-        print(f"inspector history screenshot (phone width): {shot}")
+        artifacts.saved(shot, "inspector history screenshot (phone width)")
