@@ -5,6 +5,7 @@ outputs); the decision resumes the innermost invocation, then its parents, each 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Iterator
@@ -268,3 +269,60 @@ async def test_review_inside_an_execute_child(system: System, model: ModelServer
         done = await wait_status(c, wid, body["execution_history_id"], {"success", "error"})
         assert done["status"] == "success", done
         assert done["outputs"]["answer"]["result"].startswith("WRITER DONE")
+
+
+async def _only_entry(c: httpx.AsyncClient, wid: str, status: str) -> dict[str, Any]:
+    """The workflow's one history entry, once the read model shows it with `status`."""
+    for _ in range(200):
+        r = await c.get(f"/api/workflows/{wid}/history")
+        assert r.status_code == 200, r.text
+        items: list[dict[str, Any]] = r.json()["items"]
+        if items and items[0]["status"] == status:
+            assert len(items) == 1, items
+            return items[0]
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no {status} entry for {wid}: {items}")
+
+
+async def test_cancel_during_a_nested_pause_cancels_every_level(
+    system: System, model: ModelServer
+) -> None:
+    """A run paused by a review deep inside it (a sub-workflow called as a tool, whose agent
+    paused) is cancelled: the root run and the child run end `cancelled`, the review link is
+    gone (410), and no model is asked anything more at any level."""
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        cred = await model_credential(c, model)
+        child = await _child(c, cred)
+        model.script = Script(
+            rules=[
+                *writer_rules(),
+                *outer_rules("call_sub_workflow", {"workflow_id": child, "inputs": {"text": "x"}}),
+            ]
+        )
+        wid = await create(
+            c,
+            [
+                n("in", "textInput", "req"),
+                agent("a", "caller", cred, subWorkflowIds=[child], systemInstruction=OUTER),
+            ],
+            [e("in", "a")],
+        )
+        body = await _execute(c, wid)
+        assert body["status"] == "pending", body
+        run_id = body["execution_history_id"]
+        token = token_of(_review_link(body["outputs"]))
+        paused_child = await _only_entry(c, child, "pending")
+
+        r = await c.post(f"/api/workflows/{wid}/executions/{run_id}/cancel")
+        assert r.status_code == 200, r.text
+        done = await wait_status(c, wid, run_id, {"cancelled", "success", "error"})
+        assert done["status"] == "cancelled", done
+        child_done = await wait_status(
+            c, child, paused_child["id"], {"cancelled", "success", "error"}
+        )
+        assert child_done["status"] == "cancelled", child_done
+        assert (await c.get(f"/api/hitl/{token}")).status_code == 410
+        late = await c.post(f"/api/hitl/{token}/decision", json={"action": "accept"})
+        assert late.status_code == 410, late.text
+        assert [q.rule_name for q in model.chat_requests] == ["outer-call", "writer-draft"]
