@@ -246,6 +246,7 @@ class Effects:
             run_traceparent=telemetry.header_of(run_trace),
             # Heym: the child's globals are the parent's merged with the parent's $vars.
             globals={**request.globals, **state.vars},
+            review_branch=request.review_branch or node_id in state.review_branch,
         )
         try:
             await self._log.append(

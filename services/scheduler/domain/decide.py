@@ -244,7 +244,7 @@ class _Decider:
             test_run=s.request.test_run,
             trigger_source=s.request.trigger_source,
             globals=s.request.globals,
-            review_branch=nid in s.review_branch,
+            review_branch=s.request.review_branch or nid in s.review_branch,
             **agent_context(s, nid),
         )
         why = too_large(dispatch, self.max_bytes)

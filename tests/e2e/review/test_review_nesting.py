@@ -326,3 +326,38 @@ async def test_cancel_during_a_nested_pause_cancels_every_level(
         late = await c.post(f"/api/hitl/{token}/decision", json={"action": "accept"})
         assert late.status_code == 410, late.text
         assert [q.rule_name for q in model.chat_requests] == ["outer-call", "writer-draft"]
+
+
+async def test_no_agent_beneath_a_review_branch_may_pause(
+    system: System, model: ModelServer
+) -> None:
+    """The review branch of a paused agent runs an Execute node whose child workflow has a
+    HITL agent: that agent asks for a review and fails with "cannot pause" (the flag travels
+    into the child run) instead of pausing the child run while its parent waits on a review."""
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        cred = await model_credential(c, model)
+        child = await _child(c, cred)
+        wid = await create(
+            c,
+            [
+                n("in", "textInput", "req"),
+                writer(cred, userMessage="$req.text"),
+                n("x", "execute", "notifyChild", executeWorkflowId=child),
+            ],
+            [e("in", "w"), e("w", "x", source_handle="hitl")],
+        )
+        body = await _execute(c, wid)
+        assert body["status"] == "pending", body
+        failed = await _only_entry(c, child, "error")
+        child_done = await wait_status(c, child, failed["id"], {"error"})
+        assert "cannot pause for another human review" in (child_done["error"] or ""), child_done
+        await _decide(c, _review_link(body["outputs"]))
+        done = await wait_status(c, wid, body["execution_history_id"], {"success", "error"})
+        # the Execute node's failure fails the run, as an agent's own refusal there does; the
+        # reviewed agent itself resumed and finished
+        assert done["status"] == "error", done
+        assert "cannot pause for another human review" in done["error"]
+        writer_row = next(x for x in done["node_results"] if x["node_label"] == "writer")
+        assert writer_row["status"] == "success"
+        assert writer_row["output"]["text"].startswith("WRITER DONE")
