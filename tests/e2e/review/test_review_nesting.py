@@ -213,25 +213,32 @@ async def _child(c: httpx.AsyncClient, cred: str) -> str:
     )
 
 
+async def _caller_of_a_reviewing_child(c: httpx.AsyncClient, model: ModelServer) -> tuple[str, str]:
+    """An agent calling, as its `call_sub_workflow` tool, a child workflow whose agent asks for
+    a review: (the caller's workflow id, the child's)."""
+    cred = await model_credential(c, model)
+    child = await _child(c, cred)
+    model.script = Script(
+        rules=[
+            *writer_rules(),
+            *outer_rules("call_sub_workflow", {"workflow_id": child, "inputs": {"text": "x"}}),
+        ]
+    )
+    wid = await create(
+        c,
+        [
+            n("in", "textInput", "req"),
+            agent("a", "caller", cred, subWorkflowIds=[child], systemInstruction=OUTER),
+        ],
+        [e("in", "a")],
+    )
+    return wid, child
+
+
 async def test_review_inside_a_sub_workflow_tool(system: System, model: ModelServer) -> None:
     _, key = await system.new_user()
     async with system.client(key) as c:
-        cred = await model_credential(c, model)
-        child = await _child(c, cred)
-        model.script = Script(
-            rules=[
-                *writer_rules(),
-                *outer_rules("call_sub_workflow", {"workflow_id": child, "inputs": {"text": "x"}}),
-            ]
-        )
-        wid = await create(
-            c,
-            [
-                n("in", "textInput", "req"),
-                agent("a", "caller", cred, subWorkflowIds=[child], systemInstruction=OUTER),
-            ],
-            [e("in", "a")],
-        )
+        wid, _child_wid = await _caller_of_a_reviewing_child(c, model)
         body = await _execute(c, wid)
         assert body["status"] == "pending", body
         url = _review_link(body["outputs"])
@@ -292,22 +299,7 @@ async def test_cancel_during_a_nested_pause_cancels_every_level(
     gone (410), and no model is asked anything more at any level."""
     _, key = await system.new_user()
     async with system.client(key) as c:
-        cred = await model_credential(c, model)
-        child = await _child(c, cred)
-        model.script = Script(
-            rules=[
-                *writer_rules(),
-                *outer_rules("call_sub_workflow", {"workflow_id": child, "inputs": {"text": "x"}}),
-            ]
-        )
-        wid = await create(
-            c,
-            [
-                n("in", "textInput", "req"),
-                agent("a", "caller", cred, subWorkflowIds=[child], systemInstruction=OUTER),
-            ],
-            [e("in", "a")],
-        )
+        wid, child = await _caller_of_a_reviewing_child(c, model)
         body = await _execute(c, wid)
         assert body["status"] == "pending", body
         run_id = body["execution_history_id"]
