@@ -74,6 +74,9 @@ class RunRequested(Event, tag="run.requested", frozen=True):
     # Where the request came from (its Origin, else forwarded headers, else its own base URL):
     # the base of human review links when HEYM_PUBLIC_URL is not set (Heym §5.3).
     public_base_url: str = ""
+    # Started on a paused agent's review branch (by a node or agent there): none of its agents
+    # may pause for a review of their own.
+    review_branch: bool = False
 
 
 class CancelRequested(Event, tag="run.cancel_requested", frozen=True):

@@ -279,14 +279,7 @@ class Stack:
             )
             state = "?"
             if name in health:
-                # e.g. the tool sandbox's "sandbox: bubblewrap" or "sandbox: rlimits only"
-                # labels as they are ("sandbox: bubblewrap"), figures with their name
-                details = [
-                    v if (" " in v or ":" in v) else f"{k}={v}"
-                    for k, v in health[name].details.items()
-                    if v
-                ]
-                state = ", ".join([health[name].state, *details])
+                state = _state(health[name])
             rows.append((name, str(child.pid), address, state))
         return table(rows)
 
@@ -351,7 +344,8 @@ async def run_stack(
                 '-d \'{"text": "you"}\''
             )
         say(
-            f"Heym is ready at {base} (OpenAPI {base}/schema, events {base}/asyncapi.json). "
+            f"Heym is ready at {base} (OpenAPI {base}/schema, events {base}/asyncapi.json, "
+            f"run inspector {base}/ui: sign in with the API key). "
             f"Logs in {stack.data_dir / 'logs'}. Ctrl-C stops everything."
         )
         watchers = [
@@ -370,3 +364,16 @@ async def run_stack(
             w.cancel()
         await stack.stop()
         say("Heym stopped.")
+
+
+def _state(health: HealthReply) -> str:
+    """A service's state and its own details, named ("healthy, active runs 0"; the tool
+    sandbox's "sandbox: bubblewrap"); tracing details are the traces row's."""
+    shown: list[str] = [health.state]
+    for key, value in health.details.items():
+        if key.startswith("otel"):
+            continue
+        # labelled values as they are ("sandbox: bubblewrap", "runs partitions 0,3,9")
+        labelled = key == "sandbox" or key.startswith("partitions_")
+        shown.append(value if labelled else f"{key.replace('_', ' ')} {value}")
+    return ", ".join(shown)

@@ -246,6 +246,7 @@ class Effects:
             run_traceparent=telemetry.header_of(run_trace),
             # Heym: the child's globals are the parent's merged with the parent's $vars.
             globals={**request.globals, **state.vars},
+            review_branch=request.review_branch or node_id in state.review_branch,
         )
         try:
             await self._log.append(
@@ -261,47 +262,37 @@ class Effects:
     async def report_end(self, state: RunState, done: RunCompleted) -> None:
         """Tell whoever waits on the run (a conversation) that it ended: an append with a fixed
         message id, repeated harmlessly after a reload."""
-        target = state.request.report_to
-        if not subjects.is_report_target(target):
-            log.warning("run %s: refusing to report its end to %r", state.run_id, target)
-            return
-        await self._log.append(
-            target,
-            [
-                RunEndReported(
-                    run_id=state.run_id,
-                    workflow_id=state.request.workflow_id,
-                    workflow_name=state.request.workflow_name,
-                    status=done.status,
-                    outputs=done.outputs,
-                    error=done.error,
-                    execution_time_ms=done.execution_time_ms,
-                    finished_at_ms=done.finished_at_ms,
-                )
-            ],
-            message_id=f"run-end-{state.run_id}",
+        ended = RunEndReported(
+            run_id=state.run_id,
+            workflow_id=state.request.workflow_id,
+            workflow_name=state.request.workflow_name,
+            status=done.status,
+            outputs=done.outputs,
+            error=done.error,
+            execution_time_ms=done.execution_time_ms,
+            finished_at_ms=done.finished_at_ms,
         )
+        await self._report(state, ended, "end", f"run-end-{state.run_id}")
 
     async def report_pause(self, state: RunState, paused: RunPaused) -> None:
+        reported = RunPauseReported(
+            run_id=state.run_id,
+            workflow_id=state.request.workflow_id,
+            workflow_name=state.request.workflow_name,
+            request_id=paused.request_id,
+            review=paused.review,
+            outputs=paused.outputs,
+            execution_time_ms=paused.execution_time_ms,
+        )
+        message_id = f"run-paused-{state.run_id}-{paused.request_id}"
+        await self._report(state, reported, "pause", message_id)
+
+    async def _report(self, state: RunState, event: Event, what: str, message_id: str) -> None:
         target = state.request.report_to
         if not subjects.is_report_target(target):
-            log.warning("run %s: refusing to report its pause to %r", state.run_id, target)
+            log.warning("run %s: refusing to report its %s to %r", state.run_id, what, target)
             return
-        await self._log.append(
-            target,
-            [
-                RunPauseReported(
-                    run_id=state.run_id,
-                    workflow_id=state.request.workflow_id,
-                    workflow_name=state.request.workflow_name,
-                    request_id=paused.request_id,
-                    review=paused.review,
-                    outputs=paused.outputs,
-                    execution_time_ms=paused.execution_time_ms,
-                )
-            ],
-            message_id=f"run-paused-{state.run_id}-{paused.request_id}",
-        )
+        await self._log.append(target, [event], message_id=message_id)
 
     async def run_completed(self, state: RunState, done: RunCompleted) -> None:
         if done.status == "cancelled":

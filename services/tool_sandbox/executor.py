@@ -140,7 +140,7 @@ class ToolExecutor:
             if not isinstance(server, dict):
                 return Outcome.error(f"MCP tool {ev.name!r} names no server")
             tool = str(ev.meta.get("tool") or ev.name)
-            return await self.mcp.call(ev.owner_id, server, tool, args, timeout)
+            return await self.mcp.call(ev.owner_id, server, tool, args, timeout, traceparent)
         if ev.source == "a2a":
             return await self._a2a(run_id, ev, args)
         if ev.source == "node_tool":

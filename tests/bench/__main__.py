@@ -13,6 +13,7 @@ from tests.bench import (
     assistant_bench,
     eventlog_bench,
     expressions_bench,
+    inspector_bench,
     memory_bench,
     review_bench,
     sandbox_bench,
@@ -34,6 +35,7 @@ SUITES = {
     "memory": memory_bench.run,
     "scaleout": scaleout_bench.run,
     "tracing": tracing_bench.run,
+    "inspector": inspector_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
 OPTIONAL = {"peers": "tests.bench.peers_bench"}

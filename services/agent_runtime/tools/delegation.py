@@ -117,6 +117,7 @@ def _sub_agent(
         parent_node_id=call.node_id,
         parent_node_label=call.node_label,
         globals=call.globals,
+        review_branch=call.review_branch,
     )
     subject = subjects.agent(call.run_id, invocation)
     return subject, event, f"subagent-{call.run_id}-{invocation}", invocation
@@ -180,6 +181,7 @@ def _sub_workflow(
         timezone=call.timezone,
         traceparent=tool_span,
         run_traceparent=telemetry.header_of(telemetry.new_run_context(child, tool_span)),
+        review_branch=call.review_branch,
     )
     return subjects.run_commands(child), request, f"start-{child}", child
 
