@@ -199,3 +199,30 @@ async def test_a_delivery_lost_on_the_way_is_applied_not_skipped(
     finally:
         await conn.close()
     assert status in ("success", "error"), status  # not left "running"
+
+
+async def test_a_consumer_gone_silent_is_rebuilt(
+    nc: NATS, event_log: EventLog, database_url: str
+) -> None:
+    """A push consumer that says nothing, not even its heartbeat (gone with a NATS node, or
+    stuck on a flow-control answer lost on the way), would leave the read model behind for ever:
+    the runner rebuilds it from its position."""
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    pool = await create_pool(database_url)
+    runner = ProjectionRunner(
+        nc, pool, Named(name), event_log=event_log, idle_wait=0.1, silent_s=2.0
+    )
+    task = asyncio.create_task(runner.run())
+    try:
+        first = await write_runs(event_log, 2)
+        last = await event_log.last_sequence("heym.run.>")
+        await eventually(lambda: runner.position >= last, timeout=30, message="projector lag")
+        await nc.jetstream().delete_consumer(subjects.RUN_STREAM, name)  # gone under it
+        later = await write_runs(event_log, 2)
+        last = await event_log.last_sequence("heym.run.>")
+        await eventually(lambda: runner.position >= last, timeout=30, message="not rebuilt")
+    finally:
+        runner.stop()
+        await task
+        await pool.close()
+    assert {*first, *later} <= {r["run_id"] for r in await rows(database_url)}

@@ -262,7 +262,14 @@ async def test_a_killed_replicas_partitions_move_within_the_ack_wait(
         # Without the failover b never pulls a's partitions: nothing of a's share is handled.
         await eventually(taken_over, timeout=30, message="b took a's runs over")
         print(f"a's partitions moved to b in {time.monotonic() - t:.1f} s (ack wait 3 s)")
-        assert set(c.replicas["b"].consumer.held_partitions) == set(range(PARTITIONS))
+
+        async def b_holds_all() -> bool:
+            await publish(event_log, c, runs, 1)  # pins are handed out on delivery
+            await asyncio.sleep(0.2)
+            assert set(c.replicas["b"].consumer.held_partitions) == set(range(PARTITIONS))
+            return True
+
+        await eventually(b_holds_all, timeout=20, message="b holds every partition")
 
 
 async def test_a_replica_that_joins_gets_its_share_without_double_handling(
