@@ -44,10 +44,17 @@ def owner(members: list[str], key: str) -> str | None:
 
 class Membership:
     def __init__(
-        self, service: str, instance: str, *, every_s: float = 1.0, expire_s: float = 3.5
+        self,
+        service: str,
+        instance: str,
+        *,
+        every_s: float = 1.0,
+        expire_s: float = 3.5,
+        subject: str | None = None,
     ) -> None:
         self._nc: NATS | None = None
-        self._subject = subjects.members(service)
+        # `subject`: a group of its own (tests sharing one NATS server with running services)
+        self._subject = subject or subjects.members(service)
         self.instance = instance
         self._every = every_s
         self._expire = expire_s

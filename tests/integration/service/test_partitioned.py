@@ -59,7 +59,13 @@ class Cluster:
         nc = await nats.connect(self.url)
         # Beats every second; a replica unheard of for 3 s is gone (a loop stalled by a loaded
         # machine for a second must not look like a death and move partitions back and forth).
-        membership = Membership("scheduler", f"{name}-{self.purpose}", expire_s=3.0)
+        # A group of its own: services of other tests on this NATS server beat as "scheduler".
+        membership = Membership(
+            "scheduler",
+            f"{name}-{self.purpose}",
+            expire_s=3.0,
+            subject=f"heym.svc.scheduler.members.{self.purpose}",
+        )
         replica: Replica
 
         async def handle(envelopes: list[Envelope], msg: Msg) -> None:
