@@ -59,6 +59,8 @@ LOADS: dict[str, Load] = {
     "sizes": _sizes,
 }
 _SKIP = re.compile(r"asyncio/|runpy|run_service|selectors\.py|<module>|threading\.py")
+# Leaves that mean a thread is waiting, not working (py-spy cannot always tell).
+_IDLE = re.compile(r"^(Condition\.wait|Runner\.run|select|_run_once|Event\.wait) ")
 
 
 def summarize(raw: Path, top: int) -> str:
@@ -70,15 +72,17 @@ def summarize(raw: Path, top: int) -> str:
         if not stack or not count.isdigit():
             continue
         n = int(count)
-        total += n
         frames = stack.split(";")
+        if _IDLE.match(frames[-1]):
+            continue
+        total += n
         self_counts[frames[-1]] += n
         for frame in set(frames):
             if not _SKIP.search(frame):
                 incl[frame] += n
     if not total:
         return "  (no samples)"
-    out = [f"  {total} samples"]
+    out = [f"  {total} busy samples"]
     out.append("  self:")
     out += [f"    {c / total:6.1%}  {f}" for f, c in self_counts.most_common(top)]
     out.append("  inclusive:")

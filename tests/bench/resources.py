@@ -1,10 +1,12 @@
-"""Memory of the running services: RSS of each service process read from /proc, sampled
-while a benchmark runs (peak) and at rest (idle before, after)."""
+"""Memory and CPU of the running services, read from /proc: RSS of each service process
+sampled while a benchmark runs (peak) and at rest (idle before, after), and the CPU time the
+services spent under the load (per run, the figure that stays stable on a shared machine)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,6 +27,20 @@ def rss_mb(pid: int | None) -> float | None:
     return None
 
 
+def cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds of one process so far (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def cpu_snapshot(system: System) -> dict[str, float]:
+    return {name: cpu_s(child.pid) for name, child in system.children.items()}
+
+
 def snapshot(system: System) -> dict[str, float]:
     """RSS per service process (the process itself, not the tools it may spawn)."""
     found: dict[str, float] = {}
@@ -43,6 +59,7 @@ class MemoryProfile:
         self.idle: dict[str, float] = {}
         self.peak: dict[str, float] = {}
         self.after: list[dict[str, float]] = []
+        self.cpu: dict[str, float] = {}
 
     def mark_idle(self) -> None:
         self.idle = snapshot(self._system)
@@ -56,9 +73,12 @@ class MemoryProfile:
                 await asyncio.sleep(interval_s)
 
         task = asyncio.create_task(sample())
+        cpu_before = cpu_snapshot(self._system)
         try:
             yield
         finally:
+            for name, spent in cpu_snapshot(self._system).items():
+                self.cpu[name] = self.cpu.get(name, 0.0) + spent - cpu_before.get(name, 0.0)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -66,6 +86,12 @@ class MemoryProfile:
     async def mark_after(self, settle_s: float = 2.0) -> None:
         await asyncio.sleep(settle_s)
         self.after.append(snapshot(self._system))
+
+    def cpu_ms_per_run(self, runs: int) -> dict[str, float]:
+        """CPU ms per run of each service under the load (and `total`)."""
+        per = {name: round(s * 1000 / runs, 3) for name, s in sorted(self.cpu.items()) if s}
+        per["total"] = round(sum(self.cpu.values()) * 1000 / runs, 3)
+        return per
 
     def figures(self, load: str, runs_per_round: int) -> list[Figure]:
         out: list[Figure] = []

@@ -203,6 +203,7 @@ async def run() -> list[Figure]:
         both = rounds[0]
         both.value = sum(f.value or 0 for f in rounds) / len(rounds)
         both.params["rounds_runs_per_s"] = [round(f.value or 0) for f in rounds]
+        both.params["cpu_ms_per_run"] = memory.cpu_ms_per_run(1000)
         figures.append(both)
         figures.extend(memory.figures("10-node throughput, 2 rounds of 500 runs", 500))
         figures.extend(await run_sizes(system))
