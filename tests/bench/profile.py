@@ -42,6 +42,16 @@ async def _agent(system: System, _log: EventLog, _target: str) -> object:
             return await agent_bench.loop_overhead(system, c, cred, 20)
 
 
+async def _subagents(system: System, _log: EventLog, _target: str) -> object:
+    with ModelServer(agent_bench.agent_script(20)) as server:
+        _, key = await system.new_user()
+        async with httpx.AsyncClient(
+            base_url=system.base_url, headers={"X-MCP-Key": key}, timeout=120
+        ) as c:
+            cred = await agent_bench.add_credential(c, server)
+            return await agent_bench.parallel_sub_agents(system, c, cred)
+
+
 async def _sizes(system: System, _log: EventLog, _target: str) -> object:
     _, key = await system.new_user()
     async with httpx.AsyncClient(
@@ -56,6 +66,7 @@ LOADS: dict[str, Load] = {
     "rest3": lambda s, log, t: rest_three_node(s, 300),
     "throughput": lambda s, log, t: throughput(log, 1000, 50),
     "agent": _agent,
+    "subagents": _subagents,
     "sizes": _sizes,
 }
 _SKIP = re.compile(r"asyncio/|runpy|run_service|selectors\.py|<module>|threading\.py")
