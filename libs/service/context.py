@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import time
@@ -125,6 +126,10 @@ class ServiceContext:
             await self.nc.subscribe(subject, cb=handler)
 
     def ready(self) -> None:
+        # What is alive now (modules, the app, clients, pools) lives as long as the process:
+        # moved out of the collector's generations, a full collection no longer walks it
+        # (about 60k objects, ~60 ms per full collection on the event loop otherwise).
+        gc.freeze()
         self.state = "healthy"
         log.info("%s ready (%s, pid %d)", self.service, self.instance, os.getpid())
 
