@@ -234,6 +234,8 @@ class SubAgentDispatched(Event, tag="agent.sub_agent_dispatched", frozen=True):
     parent_node_id: str = ""
     parent_node_label: str = ""
     globals: dict[str, Any] = msgspec.field(default_factory=dict)
+    # The orchestrator runs on a paused agent's review branch: so does the sub-agent.
+    review_branch: bool = False
 
 
 class NodeToolDispatched(Event, tag="agent.node_tool_dispatched", frozen=True):

@@ -173,6 +173,7 @@ def channels() -> tuple[Channel, ...]:
         RunEndReported,
         RunOutputReady,
         RunPaused,
+        RunPauseReported,
         RunRequested,
         RunResumed,
         RunStarted,
@@ -251,10 +252,10 @@ def channels() -> tuple[Channel, ...]:
             writer="gateway; scheduler (run ends); NATS (timers)",
             description=(
                 "What comes into a conversation with the Heym Agent from outside: its creation "
-                "and edits, user messages, queue edits, cancellation, the ends of runs the "
-                "assistant started, and its fired timers."
+                "and edits, user messages, queue edits, cancellation, the ends (and pauses "
+                "for review) of runs the assistant started, and its fired timers."
             ),
-            events=(*CHAT_COMMAND_EVENTS, RunEndReported),
+            events=(*CHAT_COMMAND_EVENTS, RunEndReported, RunPauseReported),
         ),
         Channel(
             name="chat-turns",

@@ -96,6 +96,9 @@ class ChatMessagePosted(Event, tag="chat.message_posted", frozen=True):
     # task's history. Empty for messages of other surfaces.
     task_id: str = ""
     a2a_message: dict[str, Any] | None = None
+    # Where the user reached Heym (`Origin`, forwarded headers, or the request's base URL):
+    # the base of review links in runs the turn starts.
+    public_base_url: str = ""
 
 
 class ChatQueuedMessageEdited(Event, tag="chat.queued_message_edited", frozen=True):

@@ -74,6 +74,9 @@ class RunRequested(Event, tag="run.requested", frozen=True):
     # Where the request came from (its Origin, else forwarded headers, else its own base URL):
     # the base of human review links when HEYM_PUBLIC_URL is not set (Heym §5.3).
     public_base_url: str = ""
+    # Started on a paused agent's review branch (by a node or agent there): none of its agents
+    # may pause for a review of their own.
+    review_branch: bool = False
 
 
 class CancelRequested(Event, tag="run.cancel_requested", frozen=True):
@@ -119,6 +122,22 @@ class RunEndReported(Event, tag="run.end_reported", frozen=True):
     finished_at_ms: int = 0
 
 
+class RunPauseReported(Event, tag="run.pause_reported", frozen=True):
+    """A run paused for a human review, appended by the scheduler to the run's `report_to`
+    subject (message id `run-paused-<run>-<request>`): the Heym Agent's run tools answer
+    `pending` with the review (its link) instead of waiting. The run's end follows later as
+    a `RunEndReported`."""
+
+    run_id: str
+    workflow_id: str
+    workflow_name: str = ""
+    request_id: str = ""
+    # the innermost paused agent's pending payload (`reviewUrl`, `summary`, `draftText`, ...)
+    review: dict[str, Any] = msgspec.field(default_factory=dict)
+    outputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    execution_time_ms: float = 0.0
+
+
 class RunPaused(Event, tag="run.paused", frozen=True):
     """The run waits for a human review (status `pending`): nothing new starts on its main
     path, what was running has finished. `outputs` are Heym's pending outputs
@@ -146,6 +165,7 @@ RUN_LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     RunOutputReady,
     RunCompleted,
     RunEndReported,
+    RunPauseReported,
     RunPaused,
     RunResumed,
 )

@@ -19,7 +19,7 @@ import msgspec
 from contracts.base import Event
 from contracts.subjects import query
 
-SandboxSource = Literal["python", "skill", "mcp", "node_tool"]
+SandboxSource = Literal["python", "skill", "mcp", "node_tool", "a2a"]
 
 
 def tool_result_message_id(run_id: str, invocation_id: str, tool_call_id: str) -> str:
@@ -34,8 +34,10 @@ class SandboxToolDispatched(Event, tag="tool.dispatched", frozen=True):
     """One agent tool call for the tool sandbox to execute.
 
     `meta` carries what the source needs: `{"code": ...}` for a python tool, `{"skill": {...}}`
-    for a skill, `{"server": {...}, "tool": name}` for an MCP tool, and for a canvas node run
-    as a tool `{"node": node-with-arguments-overlaid, "inputs", "upstream", "vars"}`.
+    for a skill, `{"server": {...}, "tool": name}` for an MCP tool, `{"agent": {url,
+    credentialId, authHeader, mode, timeoutSeconds, name}}` for a remote A2A agent, and for a
+    canvas node run as a tool `{"node": node-with-arguments-overlaid, "inputs", "upstream",
+    "vars"}`.
     """
 
     item_id: str
@@ -103,3 +105,20 @@ class McpConnectionRequest(msgspec.Struct, kw_only=True):
 class McpConnectionReply(msgspec.Struct, kw_only=True):
     # `McpServer.dispatch_form()` with headers and env; None when the owner has no such one
     connection: dict[str, Any] | None = None
+
+
+# The key of a stored credential a work item names (a remote A2A agent's `credentialId`, or an
+# `a2a` canvas node's), asked of the agent runtime. It answers only for a dispatched item of
+# that run whose `meta` names that credential, with the dispatching owner's credential, and
+# only while the call has no result; over core NATS, never written to the log.
+TOOL_CREDENTIAL_SUBJECT: Final = query("agent_runtime", "tool_credential")
+
+
+class ToolCredentialRequest(msgspec.Struct, kw_only=True):
+    run_id: str
+    item_id: str
+
+
+class ToolCredentialReply(msgspec.Struct, kw_only=True):
+    value: str = ""
+    error: str | None = None

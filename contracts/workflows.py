@@ -43,6 +43,12 @@ NODE_TYPES: Final[dict[str, NodeType]] = {
         NodeType(name="wait", executor="scheduler", description="durable timer"),
         NodeType(name="execute", executor="scheduler", required=("executeWorkflowId",)),
         NodeType(name="http", executor="tool_sandbox", required=("curl",)),
+        NodeType(
+            name="a2a",
+            executor="tool_sandbox",
+            required=("agentUrl",),
+            description="calls a remote A2A 1.0 agent",
+        ),
         NodeType(name="llm", executor="agent_runtime"),
         NodeType(name="agent", executor="agent_runtime"),
     )

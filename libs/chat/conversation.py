@@ -38,7 +38,7 @@ from contracts.chat import (
     ChatTurnStarted,
     TurnEnd,
 )
-from contracts.runs import RunEndReported
+from contracts.runs import RunEndReported, RunPauseReported
 
 DEFAULT_TITLE = "New Chat"
 TITLE_CHARS = 50
@@ -120,6 +120,8 @@ class Conversation:
     turns: list[Turn] = field(default_factory=list)
     paused_by: str | None = None
     run_ends: dict[str, RunEndReported] = field(default_factory=dict)
+    # runs paused for a human review (the latest pause of each)
+    run_pauses: dict[str, RunPauseReported] = field(default_factory=dict)
     timers_fired: set[str] = field(default_factory=set)
     last_seq: int = 0
 
@@ -195,6 +197,8 @@ class Conversation:
                 self.queue.clear()
         elif isinstance(ev, RunEndReported):
             self.run_ends.setdefault(ev.run_id, ev)
+        elif isinstance(ev, RunPauseReported):
+            self.run_pauses[ev.run_id] = ev
         elif isinstance(ev, ChatTimerFired):
             self.timers_fired.add(ev.timer_id)
         else:

@@ -60,6 +60,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # run's request came from: its Origin or forwarded headers, Heym §5.3).
     review_ttl_h: float = 168.0
     public_url: str | None = None
+    # The inspector's web sign-in: how long a session lasts (hours) before signing in again.
+    session_ttl_h: float = 12.0
     # Event log limits.
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
@@ -221,6 +223,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         duplicate_window_s=_float(env, "HEYM_DUPLICATE_WINDOW_S", 600.0),
         review_ttl_h=_positive(env, "HEYM_REVIEW_TTL_H", 168.0),
         public_url=_public_url(text("HEYM_PUBLIC_URL")),
+        session_ttl_h=_positive(env, "HEYM_SESSION_TTL_H", 12.0),
         stream_replicas=_int(env, "HEYM_STREAM_REPLICAS", 1, lo=1, hi=5),
         sandbox_concurrency=_int(env, "HEYM_SANDBOX_CONCURRENCY", 64, lo=1, hi=4096),
         sandbox_user_concurrency=_int(env, "HEYM_SANDBOX_USER_CONCURRENCY", 16, lo=1, hi=4096),

@@ -271,7 +271,8 @@ async def run_stack(settings: Settings) -> int:
                 '-d \'{"text": "you"}\''
             )
         say(
-            f"Heym is ready at {base} (OpenAPI {base}/schema, events {base}/asyncapi.json). "
+            f"Heym is ready at {base} (OpenAPI {base}/schema, events {base}/asyncapi.json, "
+            f"run inspector {base}/ui: sign in with the API key). "
             f"Logs in {stack.data_dir / 'logs'}. Ctrl-C stops everything."
         )
         watchers = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 REDACTED = "[REDACTED]"
@@ -95,9 +96,26 @@ def _mask_credential(match: re.Match[str]) -> str:
     return f"{match.group('scheme')} {REDACTED}" if looks_random else match.group(0)
 
 
+# Long texts recur (an assistant's system prompt is sent with every model round and traced
+# each time): they are masked once and remembered. The cache holds at most this many.
+_CACHED_MIN_CHARS = 1024
+_CACHED_TEXTS = 64
+
+
 def mask_text(text: str) -> str:
     """Mask credentials inside free text; the cheap containment checks skip the regexes for
     the common case of text that cannot contain a match."""
+    if len(text) >= _CACHED_MIN_CHARS:
+        return _mask_long(text)
+    return _mask(text)
+
+
+@functools.lru_cache(maxsize=_CACHED_TEXTS)
+def _mask_long(text: str) -> str:
+    return _mask(text)
+
+
+def _mask(text: str) -> str:
     if "PRIVATE KEY-----" in text:
         text = _PEM_PRIVATE_KEY.sub("[REDACTED PRIVATE KEY]", text)
     if ":" in text or "=" in text:

@@ -3,7 +3,8 @@
 
 Tools: `echo(text)`, `add(a, b)` (structured result), `fail()` (a tool error), `whoami()`
 (the request's `Authorization` header, to check that configured headers arrive), `tally(key)`
-(`count=N`: how many times it was called with `key`, to check a call ran once).
+(`count=N`: how many times it was called with `key`, to check a call ran once),
+`traceparent()` (the W3C context the call carried in `params._meta`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ def build(prefix: str = "") -> MCPServer:
         request: Any = getattr(ctx.request_context, "request", None)
         headers = getattr(request, "headers", None) or {}
         return str(headers.get("authorization", ""))
+
+    @app.tool(name=f"{prefix}traceparent")
+    def traceparent(ctx: Context) -> str:
+        """The `traceparent` the call carried in its `_meta` (empty without one)."""
+        meta: Any = getattr(ctx.request_context, "meta", None) or {}
+        return str(meta.get("traceparent", "")) if isinstance(meta, dict) else ""
 
     return app
 

@@ -76,6 +76,18 @@ NODE_DOCS: Final[dict[str, tuple[str, str]]] = {
         "curl: e.g. curl -X POST https://api.example.com/x -H 'Content-Type: application/json' "
         '-d \'{"q": "$input.text"}\'',
     ),
+    "a2a": (
+        "Sends a message to a remote A2A 1.0 agent (another Heym Agent or any A2A server) and "
+        "outputs its answer `{state, text, data, task_id, context_id, input_required, "
+        "status_message, artifacts, steps, agent}`. INPUT_REQUIRED and AUTH_REQUIRED are "
+        "outputs (`input_required: true`; answer with `taskId`); FAILED, REJECTED and "
+        "CANCELED fail the node.",
+        "agentUrl: the agent's base URL (card at /.well-known/agent-card.json) or its card's "
+        "URL; message?: template (default '$input.text'); credentialId?: a stored credential "
+        "whose key is sent; authHeader?: X-MCP-Key (default) | Authorization (Bearer); mode?: "
+        "blocking (default) | streaming | polling; taskId?, contextId?: templates to continue a "
+        "task or conversation; timeoutSeconds? (120, at most 900)",
+    ),
     "llm": (
         "One model call; output `{text, model, usage}` (or the JSON object with "
         "jsonOutputEnabled).",
@@ -86,7 +98,9 @@ NODE_DOCS: Final[dict[str, tuple[str, str]]] = {
         "An LLM tool loop; tools are canvas nodes wired to its `tool-input` handle, "
         "sub-workflows and sub-agents; output `{text, model, tool_calls}`.",
         "credentialId; model; systemInstruction?; userMessage?; maxToolIterations? (30); "
-        "subWorkflowIds?: [workflow id]; isOrchestrator? + subAgentLabels?: [label]",
+        "subWorkflowIds?: [workflow id]; isOrchestrator? + subAgentLabels?: [label]; "
+        "a2aAgents?: [{name, agentUrl, description?, credentialId?, authHeader?, mode?, "
+        "timeoutSeconds?}] (remote A2A agents, each a tool `a2a_<name>`)",
     ),
 }
 

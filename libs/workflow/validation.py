@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from contracts.workflows import NODE_TYPES
+from libs.a2a.remote import agent_list_problems, config_problems
 from libs.workflow.agent_fields import agent_field_issues
 from libs.workflow.graph import Graph, GraphError
 
@@ -29,6 +30,38 @@ def _node_name(node: dict[str, Any]) -> str:
     data = node.get("data") if isinstance(node.get("data"), dict) else {}
     label = data.get("label") if isinstance(data, dict) else None
     return f"node {node.get('id')!r}" + (f" ({label!r})" if label else "")
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _a2a_issues(node: dict[str, Any]) -> list[ValidationIssue]:
+    """An `a2a` node's remote agent settings, an agent's `a2aAgents`."""
+    data: dict[str, Any] = node["data"]
+    nid = str(node.get("id"))
+    if node.get("type") == "a2a":
+        return [
+            ValidationIssue(
+                code="a2a_config",
+                message=f"{_node_name(node)}: {message}",
+                node_id=nid,
+                field=field,
+            )
+            for field, message in config_problems(data)
+            if not (field == "agentUrl" and _blank(data.get("agentUrl")))  # missing_field says it
+        ]
+    if node.get("type") == "agent":
+        return [
+            ValidationIssue(
+                code="a2a_config",
+                message=f"{_node_name(node)}: {message}",
+                node_id=nid,
+                field="a2aAgents",
+            )
+            for message in agent_list_problems(data.get("a2aAgents"))
+        ]
+    return []
 
 
 def validate_workflow(nodes: Any, edges: Any) -> list[ValidationIssue]:
@@ -121,6 +154,9 @@ def validate_workflow(nodes: Any, edges: Any) -> list[ValidationIssue]:
                     field="label",
                 )
             )
+    for node in nodes:
+        if isinstance(node, dict) and isinstance(node.get("data"), dict):
+            issues.extend(_a2a_issues(node))
     known = set(ids)
     agents = {n["id"] for n in nodes if isinstance(n, dict) and n.get("type") == "agent"}
     for node in nodes:

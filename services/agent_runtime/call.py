@@ -158,4 +158,5 @@ class AgentCall:
             parent_node_label=ev.parent_node_label,
             globals=ev.globals,
             correlation_id=run_id,
+            review_branch=ev.review_branch,
         )

@@ -18,13 +18,13 @@ from contracts import subjects
 from contracts.agents import AgentRequested, SubAgentDispatched
 from contracts.base import Envelope
 from contracts.nodes import NodeDispatched
-from contracts.tools import MCP_CONNECTION_SUBJECT
+from contracts.tools import MCP_CONNECTION_SUBJECT, TOOL_CREDENTIAL_SUBJECT
 from libs.secrets import SecretBox
 from libs.secrets.credentials import ResolvedCredential, load_credential
 from libs.service import ServiceContext
 from libs.service.failures import fail_dispatches
 from libs.service.work import WorkConsumer
-from libs.tools import connection_query
+from libs.tools import connection_query, credential_query
 from libs.tools.agent_tools import AgentToolSource
 from services.agent_runtime.actors import InvocationRegistry
 from services.agent_runtime.effects import Effects
@@ -77,6 +77,12 @@ def register(ctx: ServiceContext) -> None:
         await msg.respond(await connection_query.answer(ctx.pool, box, msg.data))
 
     ctx.add_responder(MCP_CONNECTION_SUBJECT, mcp_connection)
+
+    async def tool_credential(msg: Msg) -> None:
+        # a remote A2A agent's key for a work item the sandbox runs (checked against the log)
+        await msg.respond(await credential_query.answer(ctx.event_log, ctx.pool, box, msg.data))
+
+    ctx.add_responder(TOOL_CREDENTIAL_SUBJECT, tool_credential)
 
     def get_registry() -> InvocationRegistry:
         nonlocal registry

@@ -45,12 +45,27 @@ class ModelReply:
     elapsed_ms: float
 
 
+# httpcore's pool scans all of its connections for every request and every response, so one
+# client with hundreds of calls in flight spends more CPU in that scan than in the calls
+# (profiled with 200 concurrent A2A tasks). A credential gets another client (pool) once each
+# of its clients has this many calls in flight, up to MAX_SHARDS clients.
+SHARD_CALLS = 24
+MAX_SHARDS = 16
+
+
+@dataclass
+class _Shard:
+    client: openai.AsyncOpenAI
+    in_flight: int = 0
+
+
 @dataclass
 class ModelClients:
-    """`openai.AsyncOpenAI` clients by credential (and key), reused across calls."""
+    """`openai.AsyncOpenAI` clients by credential (and key), reused across calls; a credential
+    with many calls in flight spreads them over a few clients (`SHARD_CALLS`)."""
 
     timeout_s: float = REQUEST_TIMEOUT_S
-    _clients: dict[tuple[str, str, str | None], openai.AsyncOpenAI] = field(default_factory=dict)
+    _clients: dict[tuple[str, str, str | None], list[_Shard]] = field(default_factory=dict)
     _limits: dict[tuple[str, str], int] = field(default_factory=dict)
 
     async def context_limit(self, cred: ResolvedCredential, model: str) -> int:
@@ -61,21 +76,29 @@ class ModelClients:
         return self._limits[key]
 
     def client(self, cred: ResolvedCredential) -> openai.AsyncOpenAI:
+        return self._shard(cred).client
+
+    def _shard(self, cred: ResolvedCredential) -> _Shard:
+        """The least busy client of the credential (a new one when all are busy)."""
         key = (cred.id, cred.api_key, client_base_url(cred))
-        found = self._clients.get(key)
-        if found is None:
-            found = openai.AsyncOpenAI(
-                api_key=cred.api_key,
-                base_url=client_base_url(cred),
-                timeout=self.timeout_s,
-                max_retries=0,  # retries are the node's policy, recorded as events
+        shards = self._clients.setdefault(key, [])
+        best = min(shards, key=lambda s: s.in_flight, default=None)
+        if best is None or (best.in_flight >= SHARD_CALLS and len(shards) < MAX_SHARDS):
+            best = _Shard(
+                openai.AsyncOpenAI(
+                    api_key=cred.api_key,
+                    base_url=client_base_url(cred),
+                    timeout=self.timeout_s,
+                    max_retries=0,  # retries are the node's policy, recorded as events
+                )
             )
-            self._clients[key] = found
-        return found
+            shards.append(best)
+        return best
 
     async def close(self) -> None:
-        for c in self._clients.values():
-            await c.close()
+        for shards in self._clients.values():
+            for shard in shards:
+                await shard.client.close()
         self._clients.clear()
 
     async def chat(
@@ -109,11 +132,13 @@ class ModelClients:
         if response_format:
             kwargs["response_format"] = response_format
         started = time.perf_counter()
+        shard = self._shard(cred)
+        shard.in_flight += 1
         try:
             # `post` with the body as built: `chat.completions.create` first walks every message
             # through the client's typed-dict transform, which took ~200 ms for a
             # 1,000-message conversation (measured); the messages are plain JSON already.
-            completion = await self.client(cred).post(
+            completion = await shard.client.post(
                 "/chat/completions", body=kwargs, cast_to=ChatCompletion
             )
         except openai.APITimeoutError:
@@ -135,6 +160,8 @@ class ModelClients:
         except openai.APIConnectionError as exc:
             unreachable = f"cannot reach the model endpoint: {exc}"
             raise ModelError(mask_secrets(unreachable, [cred.api_key])) from None
+        finally:
+            shard.in_flight -= 1
         elapsed = (time.perf_counter() - started) * 1000
         if not completion.choices:
             raise ModelError(f"model {model!r} answered without choices")

@@ -1,6 +1,7 @@
 """Save-time checks of agent nodes that need the database: a guardrail credential must be one
-of the user's, and a memory share may only name an agent node in one of the user's workflows
-(the rest, such as a missing guardrail model, is `libs.workflow` validation)."""
+of the user's, a memory share may only name an agent node in one of the user's workflows, and
+a remote A2A agent's credential (an `a2a` node's or an agent's `a2aAgents`) must be one of the
+user's (the rest, such as a missing guardrail model, is `libs.workflow` validation)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,17 @@ async def agent_problems(
 ) -> list[dict[str, Any]]:
     problems: list[dict[str, Any]] = []
     owner = uuid.UUID(owner_id)
+    for nid, field, named in _a2a_credentials(nodes):
+        if not await _owns_credential(pool, owner, named):
+            problems.append(
+                {
+                    "field": field,
+                    "node_id": nid,
+                    "code": "a2a_config",
+                    "message": f"node {nid!r}: credential {named!r} of a remote A2A agent is "
+                    "not one of your credentials",
+                }
+            )
     for nid, ntype, data in _agents(nodes):
         label = data.get("label")
         cred = data.get("guardrailCredentialId")
@@ -69,6 +81,30 @@ async def agent_problems(
                     }
                 )
     return problems
+
+
+def _a2a_credentials(nodes: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(node id, field, credential id) for each credential a remote A2A agent names."""
+    out = []
+    for node in nodes:
+        data = node.get("data") if isinstance(node, dict) else None
+        if not isinstance(data, dict):
+            continue
+        nid = str(node.get("id"))
+        if node.get("type") == "a2a" and isinstance(data.get("credentialId"), str):
+            out.append((nid, "credentialId", data["credentialId"]))
+        elif node.get("type") == "agent" and isinstance(data.get("a2aAgents"), list):
+            for entry in data["a2aAgents"]:
+                if isinstance(entry, dict) and isinstance(entry.get("credentialId"), str):
+                    out.append((nid, "a2aAgents", entry["credentialId"]))
+    return [(nid, field, cred.strip()) for nid, field, cred in out if cred.strip()]
+
+
+async def _owns_credential(pool: asyncpg.Pool[Any], owner: uuid.UUID, credential: str) -> bool:
+    cid = _uuid(credential)
+    return cid is not None and bool(
+        await pool.fetchval("SELECT 1 FROM credentials WHERE id = $1 AND owner_id = $2", cid, owner)
+    )
 
 
 async def _owns_agent(

@@ -34,6 +34,9 @@ from services.gateway.global_variables import GlobalVariableController
 from services.gateway.health import HealthController
 from services.gateway.history import HistoryController
 from services.gateway.hitl_api import HitlController, ReviewPageController
+from services.gateway.inspector import pages_router
+from services.gateway.inspector.live_slots import LiveSlots
+from services.gateway.inspector.viewer import form_key
 from services.gateway.mcp.endpoint import McpEndpoints
 from services.gateway.mcp.settings_api import McpSettingsController
 from services.gateway.mcp_connections import McpConnectionController
@@ -70,6 +73,7 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
         app.state.settings = settings
         app.state.secrets = secrets_box
         app.state.token_key = signing_key(settings.require_secret_key())
+        app.state.form_key = form_key(settings.require_secret_key())
         context.ready()
         try:
             yield
@@ -102,9 +106,10 @@ def create_app(settings: Settings, ctx: ServiceContext | None = None) -> Litesta
             HitlController,
             ReviewPageController,
             A2ASettingsController,
+            pages_router(),
         ],
         lifespan=[lifespan, mcp.lifespan, a2a.lifespan],
-        state=State({"mcp": mcp, "a2a": a2a}),
+        state=State({"mcp": mcp, "a2a": a2a, "live_slots": LiveSlots()}),
         openapi_config=OpenAPIConfig(title="Heym", version="0.1.0", path="/schema"),
         request_max_body_size=MAX_BODY_BYTES,
         middleware=[RequestGuard()],

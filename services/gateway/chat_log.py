@@ -123,6 +123,7 @@ class Message:
     attachment: dict[str, Any] | None = None
     credential_mode: str = "ask_and_create"
     build: BuildRequest | None = None
+    public_base_url: str = ""
 
 
 def checked_content(content: Any) -> str:
@@ -187,6 +188,7 @@ def posted(message: Message, *, starts_turn: bool, timezone: str = "UTC") -> Cha
         starts_turn=starts_turn,
         posted_at_ms=now_ms(),
         timezone=timezone,
+        public_base_url=message.public_base_url,
     )
 
 

@@ -36,6 +36,7 @@ from services.gateway.bodies import json_body, json_object
 from services.gateway.chat_log import ChatError, Message
 from services.gateway.chat_read import conversation_detail, conversation_json, list_conversations
 from services.gateway.chat_stream import PING, follow_turn
+from services.gateway.review_links import public_base_url
 
 MAX_QUICK_PROMPTS = 7
 MAX_QUICK_PROMPT_CHARS = 200
@@ -115,6 +116,7 @@ async def checked_message(
         model=model.strip(),
         attachment=attachment,
         build=build_request,
+        public_base_url=public_base_url(request),
     )
 
 

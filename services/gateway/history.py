@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncpg
 from litestar import Controller, Request, get
 from litestar.datastructures import State
 from litestar.di import Provide
@@ -25,7 +26,7 @@ from services.gateway.workflows import owned
 POLL_S = 1.0
 KEEPALIVE_S = 15.0
 STREAM_LIMIT_S = 3600.0
-_STATUSES = {"running", "success", "error", "pending", "cancelled", "cached", "rate_limited"}
+STATUSES = {"running", "success", "error", "pending", "cancelled", "cached", "rate_limited"}
 MAX_OFFSET = 1_000_000_000
 
 
@@ -50,8 +51,8 @@ def _page(limit: int, offset: int) -> tuple[int, int]:
     return limit, offset
 
 
-async def _query(
-    request: Request[Any, Any, State],
+async def query_history(
+    pool: asyncpg.Pool[Any],
     owner_id: str,
     *,
     limit: int,
@@ -62,8 +63,8 @@ async def _query(
     search: str | None,
 ) -> dict[str, Any]:
     limit, offset = _page(limit, offset)
-    if status is not None and status not in _STATUSES:
-        raise ClientException(detail=f"status must be one of {sorted(_STATUSES)}")
+    if status is not None and status not in STATUSES:
+        raise ClientException(detail=f"status must be one of {sorted(STATUSES)}")
     where = ["owner_id = $1", "test_run = false"]
     args: list[Any] = [owner_id]
     for column, value in (
@@ -78,7 +79,6 @@ async def _query(
         args.append(f"%{search}%")
         where.append(f"(workflow_name ILIKE ${len(args)} OR run_id ILIKE ${len(args)})")
     clause = " AND ".join(f"({w})" for w in where)
-    pool = request.app.state.ctx.pool
     total = await pool.fetchval(f"SELECT count(*) FROM runs WHERE {clause}", *args)
     rows = await pool.fetch(
         f"""SELECT run_id, workflow_id, workflow_name, status, execution_time_ms, requested_at,
@@ -147,8 +147,8 @@ class HistoryController(Controller):
         status: str | None = None,
     ) -> dict[str, Any]:
         await owned(request, workflow_id, user)
-        return await _query(
-            request,
+        return await query_history(
+            request.app.state.ctx.pool,
             user.id,
             limit=limit,
             offset=offset,
@@ -211,8 +211,8 @@ class HistoryController(Controller):
                 uuid.UUID(workflow_id)
             except ValueError:
                 raise ClientException(detail="workflow_id must be a UUID") from None
-        return await _query(
-            request,
+        return await query_history(
+            request.app.state.ctx.pool,
             user.id,
             limit=limit,
             offset=offset,

@@ -9,12 +9,12 @@ from urllib.parse import parse_qs
 
 from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import State
-from litestar.enums import MediaType
 from litestar.exceptions import HTTPException
 
+from libs.review.decisions import DecisionRefused, Found, decide, find
 from services.gateway import review_html
 from services.gateway.bodies import json_body
-from services.gateway.review_decisions import DecisionRefused, Found, decide, find
+from services.gateway.web.document import html_response
 
 MAX_FORM_BYTES = 512 * 1024
 
@@ -73,9 +73,7 @@ class HitlController(Controller):
 
 
 def _html(body: str, status: int = 200) -> Response[str]:
-    return Response(
-        body, status_code=status, media_type=MediaType.HTML, headers=review_html.HEADERS
-    )
+    return html_response(body, review_html.HEADERS, status)
 
 
 class ReviewPageController(Controller):

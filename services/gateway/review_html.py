@@ -4,25 +4,18 @@
 Agent text is hostile: Markdown is rendered with raw HTML off (markdown-it-py), and the result
 is cleaned by nh3 (Ammonia) to a small allow-list of tags, with only http(s) and mailto links.
 The page's Content-Security-Policy allows no script, no external image, no frame, and forms
-posting only to this origin; its one inline style sheet is allowed by its hash.
+posting only to this origin; its one inline style sheet is allowed by its hash. The shell,
+the headers and the Markdown cleaning are shared with the inspector (`web/`).
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from html import escape
 from typing import Any
 
-import nh3
-from markdown_it import MarkdownIt
-
-_MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
-_TAGS = {
-    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "code", "pre",
-    "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "del",
-}  # fmt: skip
-_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"align"}, "td": {"align"}}
+from services.gateway.web.document import document
+from services.gateway.web.markdown import render_markdown
+from services.gateway.web.security import content_security_policy, page_headers, style_hash
 
 CSS = """
 *{box-sizing:border-box}body{margin:0;font:17px/1.5 system-ui,sans-serif;color:#1c1c1e;
@@ -37,43 +30,12 @@ details{margin:1rem 0;background:#fff;border-radius:10px;padding:.5rem 1rem}
 summary{font-weight:600;min-height:2.5rem;line-height:2.5rem;cursor:pointer}
 .outcome{background:#fff;border-radius:10px;padding:1rem}
 """
-_CSS_HASH = base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()
-CSP = (
-    "default-src 'none'; "
-    f"style-src 'sha256-{_CSS_HASH}'; "
-    "img-src 'self'; "
-    "form-action 'self'; "
-    "base-uri 'none'; "
-    "frame-ancestors 'none'"
-)
-HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    # The token is in the page's URL: links followed from the draft must not carry it away.
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-    "X-Frame-Options": "DENY",
-}
-
-
-def render_markdown(text: str) -> str:
-    """Agent Markdown as safe HTML: no script, no handler, no javascript: URL survives."""
-    return nh3.clean(
-        _MD.render(text),
-        tags=_TAGS,
-        attributes=_ATTRIBUTES,
-        url_schemes={"http", "https", "mailto"},
-        link_rel="noopener noreferrer nofollow",
-    )
+CSP = content_security_policy(styles=style_hash(CSS))
+HEADERS = page_headers(CSP)
 
 
 def _page(title: str, body: str) -> str:
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        '<meta name=viewport content="width=device-width,initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{CSS}</style></head>"
-        f"<body><main>{body}</main></body></html>"
-    )
+    return document(title, body, head=f"<style>{CSS}</style>")
 
 
 def review_form(row: Any) -> str:

@@ -7,7 +7,6 @@ reachable from outside sets `HEYM_PUBLIC_URL`, which the review service prefers.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
@@ -37,8 +36,3 @@ def public_base_url(request: Request[Any, Any, State]) -> str:
         if forwarded:
             return forwarded
     return _clean(str(request.base_url)) or ""
-
-
-def token_hash(token: str) -> str:
-    """How a review token is stored and looked up (never the token itself)."""
-    return hashlib.sha256(token.encode()).hexdigest()

@@ -3,7 +3,6 @@ work items, read by the gateway's review endpoints and page."""
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +10,7 @@ import asyncpg
 
 from contracts.review import ReviewClosed, ReviewOpened, ReviewRequested
 from libs.eventlog.log import utc_from_ms
+from libs.review.decisions import token_hash
 
 _INSERT = """
     INSERT INTO review_requests (request_id, token_hash, run_id, root_run_id, invocation_id,
@@ -23,10 +23,6 @@ _CLOSE = """
     UPDATE review_requests SET status = $2, decision = $3, edited_text = $4,
         refusal_reason = $5, resolved_output = $6, resolved_at = $7
     WHERE request_id = $1 AND status = 'pending'"""
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _uuid_or_none(value: str) -> str | None:

@@ -31,6 +31,7 @@ from contracts.runs import (
     RunCompleted,
     RunEndReported,
     RunPaused,
+    RunPauseReported,
     RunRequested,
 )
 from contracts.tools import tool_result_message_id
@@ -149,7 +150,10 @@ class Effects:
 
     async def run_paused(self, state: RunState, paused: RunPaused) -> None:
         """A child run paused for a review: its parent pauses too (an Execute node records a
-        pending result, an agent's sub-workflow call tells the agent), and so on to the root."""
+        pending result, an agent's sub-workflow call tells the agent), and so on to the root.
+        Whoever waits on the run (a conversation) is told it is pending, with the review."""
+        if state.request.report_to:
+            await self.report_pause(state, paused)
         parent = state.request.parent
         if parent is None:
             return
@@ -242,6 +246,7 @@ class Effects:
             run_traceparent=telemetry.header_of(run_trace),
             # Heym: the child's globals are the parent's merged with the parent's $vars.
             globals={**request.globals, **state.vars},
+            review_branch=request.review_branch or node_id in state.review_branch,
         )
         try:
             await self._log.append(
@@ -257,26 +262,37 @@ class Effects:
     async def report_end(self, state: RunState, done: RunCompleted) -> None:
         """Tell whoever waits on the run (a conversation) that it ended: an append with a fixed
         message id, repeated harmlessly after a reload."""
+        ended = RunEndReported(
+            run_id=state.run_id,
+            workflow_id=state.request.workflow_id,
+            workflow_name=state.request.workflow_name,
+            status=done.status,
+            outputs=done.outputs,
+            error=done.error,
+            execution_time_ms=done.execution_time_ms,
+            finished_at_ms=done.finished_at_ms,
+        )
+        await self._report(state, ended, "end", f"run-end-{state.run_id}")
+
+    async def report_pause(self, state: RunState, paused: RunPaused) -> None:
+        reported = RunPauseReported(
+            run_id=state.run_id,
+            workflow_id=state.request.workflow_id,
+            workflow_name=state.request.workflow_name,
+            request_id=paused.request_id,
+            review=paused.review,
+            outputs=paused.outputs,
+            execution_time_ms=paused.execution_time_ms,
+        )
+        message_id = f"run-paused-{state.run_id}-{paused.request_id}"
+        await self._report(state, reported, "pause", message_id)
+
+    async def _report(self, state: RunState, event: Event, what: str, message_id: str) -> None:
         target = state.request.report_to
         if not subjects.is_report_target(target):
-            log.warning("run %s: refusing to report its end to %r", state.run_id, target)
+            log.warning("run %s: refusing to report its %s to %r", state.run_id, what, target)
             return
-        await self._log.append(
-            target,
-            [
-                RunEndReported(
-                    run_id=state.run_id,
-                    workflow_id=state.request.workflow_id,
-                    workflow_name=state.request.workflow_name,
-                    status=done.status,
-                    outputs=done.outputs,
-                    error=done.error,
-                    execution_time_ms=done.execution_time_ms,
-                    finished_at_ms=done.finished_at_ms,
-                )
-            ],
-            message_id=f"run-end-{state.run_id}",
-        )
+        await self._log.append(target, [event], message_id=message_id)
 
     async def run_completed(self, state: RunState, done: RunCompleted) -> None:
         if done.status == "cancelled":

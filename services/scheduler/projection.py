@@ -21,8 +21,9 @@ from libs.results import node_result, retry_result
 
 _INSERT_REQUESTED = """
     INSERT INTO runs (run_id, workflow_id, workflow_name, owner_id, status, trigger_source,
-                      test_run, parent_run_id, inputs, requested_at, last_sequence, depth)
-    VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10, $11)
+                      test_run, parent_run_id, inputs, requested_at, last_sequence, depth,
+                      parent_invocation_id)
+    VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10, $11, $12)
     ON CONFLICT (run_id) DO NOTHING"""
 
 _UPSERT_NODE = """
@@ -78,6 +79,7 @@ class HistoryProjector:
                 envelope.recorded_at,
                 envelope.sequence,
                 event.depth,
+                event.parent.invocation_id if event.parent else None,
                 phase=0,
             )
         elif isinstance(event, NodeCompleted):

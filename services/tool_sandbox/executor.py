@@ -1,8 +1,9 @@
 """`ToolExecutor`: runs one dispatched agent tool call by its source and returns its outcome.
 
-Sources: `python` (a Python tool), `skill`, `mcp`, and `node_tool` (a canvas `http` node run
-as a tool). The call's `timeout_s` is always enforced here as well, with a short grace for
-the executor's own clean-up, so no call holds a slot past it.
+Sources: `python` (a Python tool), `skill`, `mcp`, `a2a` (a remote A2A agent), and
+`node_tool` (a canvas `http` or `a2a` node run as a tool). The call's `timeout_s` is always
+enforced here as well, with a short grace for the executor's own clean-up, so no call holds a
+slot past it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import httpx
 
 from contracts.tools import SandboxToolDispatched
 from libs.expressions import ExpressionError, build_context
+from libs.secrets import Masker
+from services.tool_sandbox.a2a_client import RemoteAgentError, RemoteCall
+from services.tool_sandbox.a2a_client.node import call_node_agent, call_tool_agent
 from services.tool_sandbox.http_node import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT_S,
@@ -37,6 +41,8 @@ MAX_TIMEOUT_S = 900.0
 
 # (owner, run, tool_call_id) -> stores a workspace's output files, rewrites the result
 PublisherFactory = Callable[[str, str, str], Callable[[Path, Any], Awaitable[Any]]]
+# (run, work item) -> the key of the stored credential the item names (asked, never recorded)
+ToolCredentials = Callable[[str, str], Awaitable[str]]
 
 
 def _bounded(seconds: float) -> float:
@@ -64,6 +70,8 @@ class ToolExecutor:
         mcp: McpClient,
         http: httpx.AsyncClient,
         publisher: PublisherFactory,
+        a2a: RemoteCall,
+        credentials: ToolCredentials,
         http_timeout_s: float = DEFAULT_TIMEOUT_S,
         http_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
@@ -74,6 +82,8 @@ class ToolExecutor:
         self._http_timeout_s = http_timeout_s
         self._http_max_response_bytes = http_max_response_bytes
         self.publisher = publisher
+        self.a2a = a2a
+        self._credentials = credentials
 
     async def run(
         self, run_id: str, ev: SandboxToolDispatched, slot: int, traceparent: str | None = None
@@ -130,16 +140,34 @@ class ToolExecutor:
             if not isinstance(server, dict):
                 return Outcome.error(f"MCP tool {ev.name!r} names no server")
             tool = str(ev.meta.get("tool") or ev.name)
-            return await self.mcp.call(ev.owner_id, server, tool, args, timeout)
+            return await self.mcp.call(ev.owner_id, server, tool, args, timeout, traceparent)
+        if ev.source == "a2a":
+            return await self._a2a(run_id, ev, args)
         if ev.source == "node_tool":
-            return await self._node_tool(ev, traceparent)
+            return await self._node_tool(run_id, ev, traceparent)
         return Outcome.error(f"the tool sandbox cannot run {ev.source!r} tools")
 
-    async def _node_tool(self, ev: SandboxToolDispatched, traceparent: str | None) -> Outcome:
+    async def _secret(self, run_id: str, ev: SandboxToolDispatched, credential_id: str) -> str:
+        return await self._credentials(run_id, ev.item_id) if credential_id.strip() else ""
+
+    async def _a2a(self, run_id: str, ev: SandboxToolDispatched, args: dict[str, Any]) -> Outcome:
+        agent = ev.meta.get("agent")
+        credential = str(agent.get("credentialId") or "") if isinstance(agent, dict) else ""
+        secret = ""
+        try:
+            secret = await self._secret(run_id, ev, credential)
+            result = await call_tool_agent(self.a2a, ev.meta, args, secret)
+        except RemoteAgentError as exc:
+            return Outcome.error(Masker([secret]).text(str(exc)))
+        return Outcome(result=Masker([secret]).value(result))
+
+    async def _node_tool(
+        self, run_id: str, ev: SandboxToolDispatched, traceparent: str | None
+    ) -> Outcome:
         node = ev.meta.get("node") or {}
         ntype = str(node.get("type") or "")
         extra = {"node_id": node.get("id"), "node_type": ntype}
-        if ntype != "http":
+        if ntype not in ("http", "a2a"):
             return Outcome.error(f"the tool sandbox cannot run {ntype!r} nodes", extra=extra)
         data = node.get("data")
         ctx = build_context(
@@ -150,6 +178,15 @@ class ToolExecutor:
             now=datetime.fromtimestamp((ev.dispatched_at_ms or 0) / 1000, UTC),
             timezone=ev.timezone or "UTC",
         )
+        if ntype == "a2a":
+            fields = dict(data) if isinstance(data, dict) else {}
+            secret = ""
+            try:
+                secret = await self._secret(run_id, ev, str(fields.get("credentialId") or ""))
+                output = await call_node_agent(self.a2a, fields, ctx, secret)
+            except (RemoteAgentError, ExpressionError) as exc:
+                return Outcome.error(Masker([secret]).text(str(exc)), extra=extra)
+            return Outcome(result=Masker([secret]).value(output), extra=extra)
         try:
             output = await execute_http(
                 dict(data) if isinstance(data, dict) else {},

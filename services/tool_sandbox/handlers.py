@@ -1,8 +1,9 @@
 """The tool sandbox's NATS edge.
 
-- `heym.run.*.sched.tool_sandbox`: node invocations (`http` nodes; `NodeToolDispatched` from
-  agents that still dispatch canvas node tools this way). Each result is appended to the
-  invocation's subject with expected sequence 0: exactly one result per invocation.
+- `heym.run.*.sched.tool_sandbox`: node invocations (`http` and `a2a` nodes;
+  `NodeToolDispatched` from agents that still dispatch canvas node tools this way). Each
+  result is appended to the invocation's subject with expected sequence 0: exactly one
+  result per invocation.
 - `heym.work.*.tool_sandbox.*` (consumer `tool_sandbox-tools`): agent tool calls
   (`work_items.py`).
 - `heym.query.tool_sandbox.mcp_list_tools`: an agent's MCP tools at its start.
@@ -59,6 +60,7 @@ def register(ctx: ServiceContext) -> None:
                 ctx.event_log,
                 runtime.http,
                 credentials=CredentialSource(ctx.nc),
+                a2a=runtime.a2a,
                 http_timeout_s=ctx.settings.http_timeout_s,
                 http_max_response_bytes=ctx.settings.http_max_response_bytes,
             )

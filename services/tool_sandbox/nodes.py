@@ -21,6 +21,8 @@ from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import ExpressionError, build_context
 from libs.secrets import Masker, mentions_credentials
 from services.tool_sandbox import tracing
+from services.tool_sandbox.a2a_client import RemoteAgentError, RemoteCall
+from services.tool_sandbox.a2a_client.node import call_node_agent
 from services.tool_sandbox.http_node import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT_S,
@@ -67,9 +69,10 @@ class CredentialSource:
         self._nc = nc
         self._timeout = timeout_s
 
-    async def for_node(self, run_id: str, ev: NodeDispatched) -> dict[str, str]:
-        if not ev.owner_id or not mentions_credentials([ev.node]):
-            return {}
+    async def for_node(self, run_id: str, ev: NodeDispatched) -> NodeCredentialsReply:
+        """`values` for `$credentials`, `node_credential` for an `a2a` node's credentialId."""
+        if not ev.owner_id or not (mentions_credentials([ev.node]) or names_credential(ev.node)):
+            return NodeCredentialsReply()
         request = NodeCredentialsRequest(run_id=run_id, invocation_id=ev.invocation_id)
         try:
             msg = await self._nc.request(
@@ -81,8 +84,17 @@ class CredentialSource:
             ) from None
         reply = msgspec.json.decode(msg.data, type=NodeCredentialsReply)
         if reply.error is not None:
-            raise CredentialError(f"$credentials: {reply.error}")
-        return reply.values
+            raise CredentialError(f"credentials: {reply.error}")
+        return reply
+
+
+def names_credential(node: dict[str, object]) -> bool:
+    data = node.get("data")
+    return (
+        node.get("type") == "a2a"
+        and isinstance(data, dict)
+        and bool(str(data.get("credentialId") or "").strip())
+    )
 
 
 class NodeRunner:
@@ -92,12 +104,14 @@ class NodeRunner:
         client: httpx.AsyncClient,
         *,
         credentials: CredentialSource | None = None,
+        a2a: RemoteCall | None = None,
         http_timeout_s: float = DEFAULT_TIMEOUT_S,
         http_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self._log = event_log
         self._client = client
         self._credentials = credentials
+        self._a2a = a2a
         self._http_timeout_s = http_timeout_s
         self._http_max_response_bytes = http_max_response_bytes
 
@@ -114,15 +128,21 @@ class NodeRunner:
         started = _now_ms()
         result: NodeCompleted | NodeAttemptFailed
         try:
-            secrets = await self._credentials.for_node(env.run_id, ev) if self._credentials else {}
+            secrets = (
+                await self._credentials.for_node(env.run_id, ev)
+                if self._credentials
+                else NodeCredentialsReply()
+            )
         except CredentialError as exc:
             failed = self._failed(ev, str(exc), started)
             if await self._record(env, subject, failed, ev, traceparent):
                 tracing.node_ran(env, ev, failed, span)
             return
-        mask = Masker(secrets.values())
+        mask = Masker([*secrets.values.values(), secrets.node_credential])
         try:
             output = mask.value(await self._execute(env, ev, secrets, traceparent))
+        except RemoteAgentError as exc:
+            result = self._failed(ev, mask.text(str(exc)), started, retryable=exc.retryable)
         except (HttpNodeError, ExpressionError, ValueError) as exc:
             result = self._failed(ev, mask.text(str(exc)), started)
         except Exception as exc:  # a bug here must fail the node, not the service
@@ -176,14 +196,18 @@ class NodeRunner:
         return not appended.duplicate
 
     async def _execute(
-        self, env: Envelope, ev: NodeDispatched, secrets: dict[str, str], traceparent: str | None
+        self,
+        env: Envelope,
+        ev: NodeDispatched,
+        secrets: NodeCredentialsReply,
+        traceparent: str | None,
     ) -> object:
         ctx = build_context(
             ev.inputs,
             ev.upstream,
             vars=ev.vars,
             global_vars=ev.globals,
-            credentials=secrets,
+            credentials=secrets.values,
             now=datetime.fromtimestamp(ev.dispatched_at_ms / 1000, UTC),
             timezone=ev.timezone or "UTC",
         )
@@ -199,6 +223,8 @@ class NodeRunner:
                 default_timeout_s=self._http_timeout_s,
                 max_response_bytes=self._http_max_response_bytes,
             )
+        if ev.node_type == "a2a" and self._a2a is not None:
+            return await call_node_agent(self._a2a, data, ctx, secrets.node_credential)
         raise ValueError(f"the tool sandbox cannot run {ev.node_type!r} nodes")
 
     @staticmethod

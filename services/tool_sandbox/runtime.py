@@ -17,9 +17,10 @@ import uv
 from nats.aio.client import Client as NATS
 
 from libs.config import Settings
-from libs.tools import connection_query
+from libs.tools import connection_query, credential_query
 from libs.tools.file_store import FileStore, GeneratedFile
 from libs.tools.mcp_config import McpServer
+from services.tool_sandbox.a2a_client import RemoteAgentError, RemoteCall
 from services.tool_sandbox.containment.policy import Containment, Limits, plan
 from services.tool_sandbox.containment.probe import confirm
 from services.tool_sandbox.executor import ToolExecutor
@@ -84,6 +85,11 @@ class SandboxRuntime:
             first_slot=settings.sandbox_processes,
         )
         self.http = httpx.AsyncClient(limits=httpx.Limits(max_connections=100))
+        # remote A2A agents: one pooled transport, a client per call (its own budget and key)
+        self.a2a_transport = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=100))
+        self.a2a = RemoteCall(
+            self.a2a_transport, max_response_bytes=settings.http_max_response_bytes
+        )
         self.io = FairScheduler(
             "tool_sandbox-io",
             limit=settings.sandbox_concurrency,
@@ -100,12 +106,20 @@ class SandboxRuntime:
             mcp=self.mcp,
             http=self.http,
             publisher=self._publisher,
+            a2a=self.a2a,
+            credentials=self._tool_credential,
             http_timeout_s=settings.http_timeout_s,
             http_max_response_bytes=settings.http_max_response_bytes,
         )
 
     async def _load_server(self, owner: str, connection_id: str) -> McpServer | None:
         return await connection_query.request(self._nc(), owner, connection_id)
+
+    async def _tool_credential(self, run_id: str, item_id: str) -> str:
+        try:
+            return await credential_query.request(self._nc(), run_id, item_id)
+        except credential_query.CredentialUnavailable as exc:
+            raise RemoteAgentError(str(exc)) from None
 
     def files(self) -> FileStore:
         if self._files is None:
@@ -133,3 +147,4 @@ class SandboxRuntime:
         await self.process_slots.drain(self.settings.shutdown_grace_s)
         await self.mcp.close()
         await self.http.aclose()
+        await self.a2a_transport.aclose()

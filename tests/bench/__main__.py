@@ -15,6 +15,7 @@ from tests.bench import (
     assistant_bench,
     eventlog_bench,
     expressions_bench,
+    inspector_bench,
     memory_bench,
     review_bench,
     sandbox_bench,
@@ -35,6 +36,7 @@ SUITES = {
     "a2a": a2a_bench.run,
     "memory": memory_bench.run,
     "tracing": tracing_bench.run,
+    "inspector": inspector_bench.run,
 }
 # `task bench:peers` only: the peers are an optional extra.
 OPTIONAL = {"peers": "tests.bench.peers_bench"}

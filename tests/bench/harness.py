@@ -6,21 +6,26 @@ Benchmarks print; they never assert. Every benchmark reports figures in one form
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import statistics
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import nats
 from nats.aio.client import Client as NATS
 
 from libs.embedded import EmbeddedNats, EmbeddedPostgres
 from libs.eventlog import provision_run_stream
+from libs.testing.model_server import Script
+from libs.testing.model_server.__main__ import READY_PREFIX
 
 
 @dataclass
@@ -124,3 +129,31 @@ def bench_postgres() -> Any:
             yield url
         finally:
             pg.stop()
+
+
+@contextlib.asynccontextmanager
+async def model_process(script: Script) -> AsyncIterator[str]:
+    """The scripted model server in a process of its own (as a real model is remote): in the
+    benchmark's own process it would share one interpreter lock with the load generator and
+    slow both. Yields the base URL (`.../v1`)."""
+    with tempfile.TemporaryDirectory(prefix="heym-bench-model-") as d:
+        path = Path(d) / "script.json"
+        path.write_bytes(msgspec.json.encode(script))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "libs.testing.model_server",
+            "--script",
+            str(path),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            assert proc.stdout is not None
+            line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+            if not line.startswith(READY_PREFIX):
+                raise RuntimeError(f"the model server did not start: {line!r}")
+            yield line[len(READY_PREFIX) :].strip()
+        finally:
+            proc.terminate()
+            await proc.wait()

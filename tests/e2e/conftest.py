@@ -7,7 +7,15 @@ from collections.abc import AsyncIterator
 import pytest
 
 from libs.testing import infra
+from tests.e2e import artifacts
 from tests.e2e.system import System
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if artifacts.SAVED:
+        terminalreporter.section("test artifacts")
+        for path in artifacts.SAVED:
+            terminalreporter.write_line(str(path))
 
 
 @pytest.fixture(scope="session")

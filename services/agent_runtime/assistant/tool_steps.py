@@ -12,6 +12,7 @@ from typing import Any
 import asyncpg
 
 from contracts.chat import ChatToolChecked, ChatToolFinished, ChatToolStarted
+from contracts.runs import RunPauseReported
 from libs.chat import Conversation, ToolCall, Turn
 from libs.config import Settings
 from services.agent_runtime.assistant.domain import (
@@ -201,7 +202,11 @@ class ToolSteps:
         started = call.started
         assert started is not None
         results = await run_tools.node_results(env, end.run_id)
-        if call.name == "run_workflow_test":
+        notices: list[dict[str, Any]] = []
+        if isinstance(end, RunPauseReported):
+            result: dict[str, Any] = run_tools.paused_result(end, results)
+            notices.append(run_tools.pending_notice(result))
+        elif call.name == "run_workflow_test":
             attempt = sum(
                 1
                 for c in step.turn.calls()
@@ -210,7 +215,7 @@ class ToolSteps:
                 and c.started.run_id
                 and c.started.started_at_ms <= started.started_at_ms
             )
-            result: dict[str, Any] = run_tools.test_report(
+            result = run_tools.test_report(
                 end,
                 results,
                 attempt=attempt,
@@ -223,7 +228,11 @@ class ToolSteps:
         return Work(
             [
                 self._finished(
-                    step.turn, call.call_id, call.name, Outcome(result), started.started_at_ms
+                    step.turn,
+                    call.call_id,
+                    call.name,
+                    Outcome(result, notices),
+                    started.started_at_ms,
                 )
             ]
         )
@@ -279,7 +288,11 @@ class ToolSteps:
             ],
             "outputs": row["outputs"] or {},
             "node_results": await run_tools.run_nodes(env, run_id),
-            "pending_review": None,
+            "pending_review": (
+                await run_tools.review_for_run(env, run_id, row["workflow_name"])
+                if row["status"] == "pending"
+                else None
+            ),
             "execution_time_ms": row["execution_time_ms"],
             "started_at": (row["started_at"] or row["requested_at"]).isoformat(),
         }

@@ -10,6 +10,8 @@ import re
 from typing import Any
 
 from contracts.workflows import TARGET_TOOL_INPUT
+from libs.a2a.remote import remote_agents
+from libs.a2a.remote import tool_name as a2a_tool_name
 from libs.tools.agent_tools import mcp_call_meta
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.tools.review import review_tool
@@ -81,6 +83,7 @@ def build_tools(
                 meta=mcp_call_meta(tool),
             )
         )
+    tools.extend(_a2a_tools(data))
     tools.extend(_node_tools(call))
     labels = [str(x) for x in data.get("subAgentLabels") or []]
     if data.get("isOrchestrator") and labels:
@@ -139,6 +142,40 @@ def _input_keys(nodes: list[dict[str, Any]]) -> list[str]:
                 if isinstance(f, dict) and f.get("key"):
                     keys.append(str(f["key"]))
     return keys
+
+
+def _a2a_tools(data: dict[str, Any]) -> list[ToolSpec]:
+    """Remote A2A agents (`a2aAgents`): one tool each, run by the tool sandbox."""
+    specs = []
+    for agent in remote_agents(data.get("a2aAgents")):
+        about = agent.description or f"the remote A2A agent {agent.name!r}"
+        specs.append(
+            ToolSpec(
+                name=a2a_tool_name(agent.name),
+                source="a2a",
+                description=(
+                    f"Send a message to {about} and get its answer (state, text, task_id, "
+                    "context_id). When the state is INPUT_REQUIRED, answer its question with "
+                    "task_id set; pass context_id to continue the same conversation."
+                ),
+                parameters=object_schema(
+                    {
+                        "message": {"type": "string", "description": "What to ask or tell it."},
+                        "task_id": {
+                            "type": "string",
+                            "description": "The task to continue (after INPUT_REQUIRED).",
+                        },
+                        "context_id": {
+                            "type": "string",
+                            "description": "The conversation to continue.",
+                        },
+                    },
+                    ["message"],
+                ),
+                meta={"agent": agent.as_meta()},
+            )
+        )
+    return specs
 
 
 def _node_tools(call: AgentCall) -> list[ToolSpec]:

@@ -26,7 +26,7 @@ from services.agent_runtime.tools.local import node_extra, overlay
 from services.agent_runtime.tools.spec import ToolOutcome, ToolSpec
 
 _CHILD_NS = uuid.UUID("0f6c8d1e-8a53-4f1e-9b8e-3d7f6a2c4b91")
-SANDBOX_SOURCES = frozenset({"python", "skill", "mcp", "node_tool"})
+SANDBOX_SOURCES = frozenset({"python", "skill", "mcp", "node_tool", "a2a"})
 
 # subject, event, message id, target id (invocation, run or work item)
 Target = tuple[str, Event, str, str]
@@ -117,6 +117,7 @@ def _sub_agent(
         parent_node_id=call.node_id,
         parent_node_label=call.node_label,
         globals=call.globals,
+        review_branch=call.review_branch,
     )
     subject = subjects.agent(call.run_id, invocation)
     return subject, event, f"subagent-{call.run_id}-{invocation}", invocation
@@ -180,6 +181,7 @@ def _sub_workflow(
         timezone=call.timezone,
         traceparent=tool_span,
         run_traceparent=telemetry.header_of(telemetry.new_run_context(child, tool_span)),
+        review_branch=call.review_branch,
     )
     return subjects.run_commands(child), request, f"start-{child}", child
 
@@ -209,6 +211,8 @@ def _sandbox(
         }
     idem = hashlib.sha256(f"{call.run_id}:{item}".encode()).hexdigest()[:32]
     timeout = float(call.data.get("toolTimeoutSeconds") or 30)
+    if spec.source == "a2a":  # a remote agent's own budget (its task may take minutes)
+        timeout = float(spec.meta.get("agent", {}).get("timeoutSeconds") or timeout)
     event = SandboxToolDispatched(
         item_id=item,
         invocation_id=call.invocation_id,

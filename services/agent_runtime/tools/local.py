@@ -1,8 +1,9 @@
 """Canvas node tools (§4.6) the runtime evaluates itself: generic pure nodes, run once.
 
 The agent's arguments are overlaid on a copy of the node's data (the stored configuration is
-never changed); branch scheduling does not apply: the node's output is the tool result. An
-`http` node is not evaluated here: it goes to the tool sandbox (`delegation`).
+never changed); branch scheduling does not apply: the node's output is the tool result. The
+nodes the tool sandbox executes (`http`, `a2a`) are not evaluated here: they go to the tool
+sandbox (`delegation`).
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.workflows import NODE_TYPES
 from libs.expressions import ExpressionContext
 from libs.nodes import GENERIC_NODES
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.tools.spec import ToolOutcome
 
-SANDBOXED = frozenset({"http"})
+SANDBOXED = frozenset(name for name, t in NODE_TYPES.items() if t.executor == "tool_sandbox")
 
 
 @dataclass

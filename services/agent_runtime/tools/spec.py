@@ -11,7 +11,7 @@ from contracts.agents import ToolStatus
 @dataclass
 class ToolSpec:
     name: str
-    source: str  # python | skill | mcp | sub_agent | sub_workflow | node_tool | hitl
+    source: str  # python | skill | mcp | a2a | sub_agent | sub_workflow | node_tool | hitl
     description: str
     parameters: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)

@@ -160,7 +160,8 @@ class A2AEndpoints:
             extra = [(b"www-authenticate", b'Bearer realm="heym"')] if exc.status == 401 else []
             await _json(send, exc.status, error.body(None), extra)
             return
-        if not await store.a2a_on(ctx.pool, principal):
+        surface = await store.a2a_surface(ctx.pool, principal)
+        if surface is None:
             error = RpcError(
                 wire.AUTH_ERROR,
                 "A2A is not enabled on this server: turn on the Heym Agent and Enable A2A in "
@@ -168,7 +169,7 @@ class A2AEndpoints:
             )
             await _json(send, 403, error.body(None))
             return
-        caller = Caller(principal=principal, origin=self.origin(headers))
+        caller = Caller(principal=principal, origin=self.origin(headers), surface=surface)
         request_id: Any = None
         try:
             content_type = headers.get("content-type", "").split(";")[0].strip().lower()

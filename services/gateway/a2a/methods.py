@@ -29,10 +29,11 @@ from services.gateway.a2a.jsonrpc import (
     req_str,
 )
 from services.gateway.a2a.messages import checked
-from services.gateway.mcp.catalog import chat_surface
+from services.gateway.mcp.catalog import ChatSurface, chat_surface
 from services.gateway.mcp.principals import Principal
 
 RECHECK_S = 1.0
+SETTLE_FIRST_S = 0.002
 PING_S = 15.0
 NO_MODEL = (
     "No model is configured for the Heym Agent on this server: pick a credential and a model "
@@ -45,6 +46,8 @@ Results = AsyncIterator[dict[str, Any]]
 class Caller:
     principal: Principal
     origin: str
+    # the surface's credential and model, read with the A2A switch at the edge
+    surface: ChatSurface | None = None
 
 
 class Methods:
@@ -63,7 +66,7 @@ class Methods:
         opt_bool(config, "returnImmediately")
         opt_int(config, "historyLength", 0, 1_000_000)
         incoming = checked(params.get("message"))
-        surface = await chat_surface(self.ctx.pool, caller.principal)
+        surface = caller.surface or await chat_surface(self.ctx.pool, caller.principal)
         credential_id, model = surface.credential_id or "", surface.model or ""
         if not self.conformance and (not credential_id or not model):
             raise RpcError(wire.UNSUPPORTED_OPERATION, NO_MODEL)
@@ -112,10 +115,26 @@ class Methods:
                 )
                 if not ended:
                     continue
-            for env in await self.ctx.event_log.read(
+            book = await self._read_end(book, task_id, expect_end=ended)
+
+    async def _read_end(self, book: TaskBook, task_id: str, *, expect_end: bool) -> TaskBook:
+        """Fold what the log holds since the book's position. Core NATS can deliver the turn's
+        end before the stream has stored it: then the log is read again a few milliseconds
+        later (for up to RECHECK_S), not after the next one-second re-check. Direct reads (no
+        consumer): a lagging replica only delays the answer the same way."""
+        delay, waited = SETTLE_FIRST_S, 0.0
+        while True:
+            for env in await self.ctx.event_log.read_recent(
                 subjects.chat_all(book.context_id), after=book.conversation.last_seq
             ):
                 book.fold(env)
+            task = book.tasks[task_id]
+            settled = task.terminal or task.interrupted or task.message_only
+            if settled or not expect_end or waited >= RECHECK_S:
+                return book
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 0.1)
 
     async def send_streaming(self, caller: Caller, params: dict[str, Any]) -> Results:
         posted, _ = await self._post(caller, params)

@@ -20,6 +20,7 @@ from contracts import subjects
 from libs.a2a import wire
 from libs.eventlog import EventLog
 from services.gateway.a2a.projection import NAME
+from services.gateway.mcp.catalog import ChatSurface
 from services.gateway.mcp.principals import Principal
 
 SYNC_TIMEOUT_S = 5.0
@@ -143,23 +144,36 @@ async def list_tasks(
 
 
 # -- switches ------------------------------------------------------------------------------
-async def a2a_on(pool: asyncpg.Pool[Any], principal: Principal) -> bool:
-    """A2A rides on the Heym Agent: on only while the surface's agent is on as well."""
+async def a2a_surface(pool: asyncpg.Pool[Any], principal: Principal) -> ChatSurface | None:
+    """The surface's credential and model for A2A turns (as `chat_surface` resolves them), or
+    None while A2A is off on it: one query on the SendMessage path instead of three."""
+    owner = uuid.UUID(principal.user_id)
     if principal.server_id is None:
-        return bool(
-            await pool.fetchval(
-                """SELECT a2a_enabled AND mcp_chat_enabled FROM assistant_settings
-                   WHERE user_id = $1""",
-                uuid.UUID(principal.user_id),
-            )
+        row = await pool.fetchrow(
+            """SELECT a2a_enabled AND mcp_chat_enabled AS on,
+                      mcp_chat_credential_id AS cred, mcp_chat_model AS model,
+                      preferred_credential_id AS pref_cred, preferred_model AS pref_model
+               FROM assistant_settings WHERE user_id = $1""",
+            owner,
         )
-    return bool(
-        await pool.fetchval(
-            "SELECT a2a_enabled AND chat_enabled FROM mcp_servers WHERE id = $1 AND owner_id = $2",
+    else:
+        row = await pool.fetchrow(
+            """SELECT m.a2a_enabled AND m.chat_enabled AS on,
+                      m.chat_credential_id AS cred, m.chat_model AS model,
+                      s.preferred_credential_id AS pref_cred, s.preferred_model AS pref_model
+               FROM mcp_servers m LEFT JOIN assistant_settings s ON s.user_id = m.owner_id
+               WHERE m.id = $1 AND m.owner_id = $2""",
             uuid.UUID(principal.server_id),
-            uuid.UUID(principal.user_id),
+            owner,
         )
-    )
+    if row is None or not row["on"]:
+        return None
+    cred = str(row["cred"]) if row["cred"] else None
+    model = row["model"] or None
+    if cred is None and row["pref_cred"]:
+        cred = str(row["pref_cred"])
+        model = model or row["pref_model"]
+    return ChatSurface(enabled=True, credential_id=cred, model=model)
 
 
 async def domain_card_on(pool: asyncpg.Pool[Any]) -> bool:

@@ -8,6 +8,7 @@ as it is emitted, so the decision sees its own consequences.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,14 @@ class Decision:
 # minus room for headers. A node output, a dispatch or a run's outputs over it fails clearly
 # instead of making an append fail for ever (which would leave the run "running").
 DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024 - 64 * 1024
+
+
+def _wait_ms(data: Mapping[str, Any]) -> int:
+    """A `wait` node's duration in milliseconds (1 s when it is missing or not a number)."""
+    try:
+        return int(max(0.0, float(data.get("duration", 1000))))
+    except (TypeError, ValueError):
+        return 1000
 
 
 def decide(
@@ -235,7 +244,7 @@ class _Decider:
             test_run=s.request.test_run,
             trigger_source=s.request.trigger_source,
             globals=s.request.globals,
-            review_branch=nid in s.review_branch,
+            review_branch=s.request.review_branch or nid in s.review_branch,
             **agent_context(s, nid),
         )
         why = too_large(dispatch, self.max_bytes)
@@ -246,16 +255,11 @@ class _Decider:
         self.emit(dispatch, target=service)
 
     def _wait(self, nid: str) -> None:
-        data = self.s.graph.data[nid]
-        try:
-            duration_ms = max(0.0, float(data.get("duration", 1000)))
-        except (TypeError, ValueError):
-            duration_ms = 1000.0
         inv = self.new_invocation()
         self.emit(
             TimerScheduled(
                 timer_id=f"wait-{inv}",
-                fire_at_ms=self.now + int(duration_ms),
+                fire_at_ms=self.now + _wait_ms(self.s.graph.data[nid]),
                 node_id=nid,
                 purpose="wait",
                 invocation_id=inv,
@@ -399,11 +403,15 @@ class _Decider:
                 continue
             if timer.purpose == "wait":
                 call = NodeCall(state=s, node_id=timer.node_id, now_ms=self.now)
+                # The wait began when its timer was set: its result spans the wait (Heym's
+                # wait node sleeps inside the node), so history shows how long it waited.
+                waited = _wait_ms(s.graph.data[timer.node_id])
                 self._completed(
                     timer.node_id,
                     "success",
                     output=call.first_input,
                     invocation=timer.invocation_id,
+                    started_at_ms=min(self.now, max(0, timer.fire_at_ms - waited)),
                 )
             else:
                 self._start(timer.node_id, attempt=s.attempts.get(timer.node_id, 1) + 1)

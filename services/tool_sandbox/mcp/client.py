@@ -92,6 +92,7 @@ class McpClient:
         tool: str,
         arguments: dict[str, Any],
         timeout_s: float,
+        traceparent: str | None = None,
     ) -> Outcome:
         try:
             server = await self.resolve(owner, raw)
@@ -101,7 +102,9 @@ class McpClient:
         extra = {"mcp_server": server.name}
         try:
             async with asyncio.timeout(timeout + 5):
-                result = await self.sessions.call_tool(owner, server, tool, arguments, timeout)
+                result = await self.sessions.call_tool(
+                    owner, server, tool, arguments, timeout, traceparent=traceparent
+                )
         except TimeoutError:
             return Outcome.error(
                 f"MCP tool {tool!r} timed out after {timeout:g}s", status="timeout", **extra

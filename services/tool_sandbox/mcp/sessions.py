@@ -19,12 +19,12 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, CallToolResult, Tool
+from mcp_types import CONNECTION_CLOSED, CallToolResult, RequestParamsMeta, Tool
 
 from libs.tools.mcp_config import McpServer
 from services.tool_sandbox.mcp.transports import Transport
@@ -174,12 +174,24 @@ class McpSessions:
             current.used_at = time.monotonic()
 
     async def call_tool(
-        self, owner: str, server: McpServer, name: str, arguments: dict[str, Any], timeout_s: float
+        self,
+        owner: str,
+        server: McpServer,
+        name: str,
+        arguments: dict[str, Any],
+        timeout_s: float,
+        *,
+        traceparent: str | None = None,
     ) -> CallToolResult:
+        # The tool call's span goes in `params._meta.traceparent` (OpenTelemetry's convention
+        # for MCP): sessions are shared by calls, so it cannot be a transport header.
+        meta = cast(RequestParamsMeta, {"traceparent": traceparent}) if traceparent else None
         for attempt in (1, 2):
             try:
                 async with self.session(owner, server, timeout_s, fresh=attempt == 2) as s:
-                    return await s.call_tool(name, arguments, read_timeout_seconds=timeout_s)
+                    return await s.call_tool(
+                        name, arguments, read_timeout_seconds=timeout_s, meta=meta
+                    )
             except BaseException as exc:
                 if attempt == 1 and _connection_lost(exc) and not _timed_out(exc):
                     log.info(

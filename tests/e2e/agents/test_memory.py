@@ -195,6 +195,8 @@ async def test_sharing_read_shows_the_graph_and_write_lets_extraction_merge_into
         assert "- Ada —[works for]→ Acme" in prompt
         await eventually(lambda: finished(system, run["execution_history_id"]), timeout=20)
         assert len(extractions(model)) == 1  # B's own graph only
+        # the graph is a projection of the memory log: it follows the completion shortly
+        await eventually(lambda: graph_has(c, wid_b, "b", {"Bob", "Paris"}), timeout=10)
         assert names(await graph(c, wid_b, "b")) == {"Bob", "Paris"}
         assert names(await graph(c, wid_a, "a")) == {"Ada", "Acme"}  # read: untouched
 

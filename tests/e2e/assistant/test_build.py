@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from typing import Any
 
 import pytest
 
+from libs.testing.eventually import eventually
 from libs.testing.model_server import Match, ModelServer, Reply, Rule, Script, ToolCall
 from tests.e2e.agents.helpers import e, model_credential, n
 from tests.e2e.assistant.helpers import conversation, of, reply, turn
@@ -146,7 +147,17 @@ async def test_a_sixth_test_run_is_refused_and_the_tools_withdrawn(
         assert "save_workflow" not in offered[6]
         assert "finish" not in offered[6]  # it would be refused
         assert "remove it" in reply(frames)
-        runs = (
-            await c.get("/api/workflows/history/all", params={"trigger_source": "dashboard_chat"})
-        ).json()
-        assert runs["total"] == 5
+
+        async def test_runs() -> int:
+            r = await c.get(
+                "/api/workflows/history/all", params={"trigger_source": "dashboard_chat"}
+            )
+            return int(r.json()["total"])
+
+        # the history is a projection: the fifth run's row follows its end shortly
+        await eventually(lambda: _at_least(test_runs(), 5), timeout=10)
+        assert await test_runs() == 5
+
+
+async def _at_least(count: Awaitable[int], n: int) -> bool:
+    return await count >= n

@@ -5,6 +5,7 @@ outputs); the decision resumes the innermost invocation, then its parents, each 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Iterator
@@ -212,25 +213,32 @@ async def _child(c: httpx.AsyncClient, cred: str) -> str:
     )
 
 
+async def _caller_of_a_reviewing_child(c: httpx.AsyncClient, model: ModelServer) -> tuple[str, str]:
+    """An agent calling, as its `call_sub_workflow` tool, a child workflow whose agent asks for
+    a review: (the caller's workflow id, the child's)."""
+    cred = await model_credential(c, model)
+    child = await _child(c, cred)
+    model.script = Script(
+        rules=[
+            *writer_rules(),
+            *outer_rules("call_sub_workflow", {"workflow_id": child, "inputs": {"text": "x"}}),
+        ]
+    )
+    wid = await create(
+        c,
+        [
+            n("in", "textInput", "req"),
+            agent("a", "caller", cred, subWorkflowIds=[child], systemInstruction=OUTER),
+        ],
+        [e("in", "a")],
+    )
+    return wid, child
+
+
 async def test_review_inside_a_sub_workflow_tool(system: System, model: ModelServer) -> None:
     _, key = await system.new_user()
     async with system.client(key) as c:
-        cred = await model_credential(c, model)
-        child = await _child(c, cred)
-        model.script = Script(
-            rules=[
-                *writer_rules(),
-                *outer_rules("call_sub_workflow", {"workflow_id": child, "inputs": {"text": "x"}}),
-            ]
-        )
-        wid = await create(
-            c,
-            [
-                n("in", "textInput", "req"),
-                agent("a", "caller", cred, subWorkflowIds=[child], systemInstruction=OUTER),
-            ],
-            [e("in", "a")],
-        )
+        wid, _child_wid = await _caller_of_a_reviewing_child(c, model)
         body = await _execute(c, wid)
         assert body["status"] == "pending", body
         url = _review_link(body["outputs"])
@@ -268,3 +276,80 @@ async def test_review_inside_an_execute_child(system: System, model: ModelServer
         done = await wait_status(c, wid, body["execution_history_id"], {"success", "error"})
         assert done["status"] == "success", done
         assert done["outputs"]["answer"]["result"].startswith("WRITER DONE")
+
+
+async def _only_entry(c: httpx.AsyncClient, wid: str, status: str) -> dict[str, Any]:
+    """The workflow's one history entry, once the read model shows it with `status`."""
+    for _ in range(200):
+        r = await c.get(f"/api/workflows/{wid}/history")
+        assert r.status_code == 200, r.text
+        items: list[dict[str, Any]] = r.json()["items"]
+        if items and items[0]["status"] == status:
+            assert len(items) == 1, items
+            return items[0]
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no {status} entry for {wid}: {items}")
+
+
+async def test_cancel_during_a_nested_pause_cancels_every_level(
+    system: System, model: ModelServer
+) -> None:
+    """A run paused by a review deep inside it (a sub-workflow called as a tool, whose agent
+    paused) is cancelled: the root run and the child run end `cancelled`, the review link is
+    gone (410), and no model is asked anything more at any level."""
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        wid, child = await _caller_of_a_reviewing_child(c, model)
+        body = await _execute(c, wid)
+        assert body["status"] == "pending", body
+        run_id = body["execution_history_id"]
+        token = token_of(_review_link(body["outputs"]))
+        paused_child = await _only_entry(c, child, "pending")
+
+        r = await c.post(f"/api/workflows/{wid}/executions/{run_id}/cancel")
+        assert r.status_code == 200, r.text
+        done = await wait_status(c, wid, run_id, {"cancelled", "success", "error"})
+        assert done["status"] == "cancelled", done
+        child_done = await wait_status(
+            c, child, paused_child["id"], {"cancelled", "success", "error"}
+        )
+        assert child_done["status"] == "cancelled", child_done
+        assert (await c.get(f"/api/hitl/{token}")).status_code == 410
+        late = await c.post(f"/api/hitl/{token}/decision", json={"action": "accept"})
+        assert late.status_code == 410, late.text
+        assert [q.rule_name for q in model.chat_requests] == ["outer-call", "writer-draft"]
+
+
+async def test_no_agent_beneath_a_review_branch_may_pause(
+    system: System, model: ModelServer
+) -> None:
+    """The review branch of a paused agent runs an Execute node whose child workflow has a
+    HITL agent: that agent asks for a review and fails with "cannot pause" (the flag travels
+    into the child run) instead of pausing the child run while its parent waits on a review."""
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        cred = await model_credential(c, model)
+        child = await _child(c, cred)
+        wid = await create(
+            c,
+            [
+                n("in", "textInput", "req"),
+                writer(cred, userMessage="$req.text"),
+                n("x", "execute", "notifyChild", executeWorkflowId=child),
+            ],
+            [e("in", "w"), e("w", "x", source_handle="hitl")],
+        )
+        body = await _execute(c, wid)
+        assert body["status"] == "pending", body
+        failed = await _only_entry(c, child, "error")
+        child_done = await wait_status(c, child, failed["id"], {"error"})
+        assert "cannot pause for another human review" in (child_done["error"] or ""), child_done
+        await _decide(c, _review_link(body["outputs"]))
+        done = await wait_status(c, wid, body["execution_history_id"], {"success", "error"})
+        # the Execute node's failure fails the run, as an agent's own refusal there does; the
+        # reviewed agent itself resumed and finished
+        assert done["status"] == "error", done
+        assert "cannot pause for another human review" in done["error"]
+        writer_row = next(x for x in done["node_results"] if x["node_label"] == "writer")
+        assert writer_row["status"] == "success"
+        assert writer_row["output"]["text"].startswith("WRITER DONE")

@@ -5,11 +5,7 @@ inert in the browser. A phone-width screenshot is saved under the test's tmp dir
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +14,12 @@ import pytest
 from libs.testing.http_target import HttpTarget
 from libs.testing.model_server import ModelServer
 from tests.e2e.agents.helpers import create, model_credential
+from tests.e2e.browser import PHONE, phone_page
 from tests.e2e.review.helpers import drafting_rules, review_workflow, script, wait_status
 from tests.e2e.system import System
 
 pytestmark = pytest.mark.e2e
 
-PHONE = {"width": 390, "height": 844}
 HOSTILE = (
     "# Plan\n\n"
     "<script>window.__xss = 'script'; alert('script')</script>\n\n"
@@ -32,30 +28,6 @@ HOSTILE = (
     '<a href="javascript:alert(1)" id="raw">raw link</a>\n\n'
     "Plain **bold** text and a [safe link](https://example.com/docs)."
 )
-
-
-def _chromium() -> str | None:
-    for candidate in (os.environ.get("HEYM_TEST_CHROMIUM"), "/usr/bin/chromium"):
-        if candidate and Path(candidate).exists():
-            return candidate
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@contextlib.asynccontextmanager
-async def phone_page() -> AsyncIterator[Any]:
-    executable = _chromium()
-    if executable is None:
-        pytest.skip("no chromium browser on this machine (.ci/run installs Debian's chromium)")
-    playwright = pytest.importorskip("playwright.async_api")
-    async with playwright.async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            context = await browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-            yield await context.new_page()
-        finally:
-            await browser.close()
 
 
 async def _paused(system: System, c: Any, model: ModelServer, target: HttpTarget) -> Any:

@@ -189,3 +189,22 @@ async def test_replay_skips_messages_that_are_not_event_batches(
     await nc.jetstream().publish(subjects.node(run_id, "n1"), b"\x00 not json")
     await event_log.append(subjects.node(run_id, "n1"), [started(1)])
     assert [e.event for e in await event_log.replay(run_id)] == [started(1)]
+
+
+async def test_read_recent_matches_read(event_log: EventLog, run_id: str) -> None:
+    """Direct-get reads give what a consumer read gives: same events, order, sequences and
+    times, after any position, across several batches and subjects of a wildcard filter."""
+    first = subjects.run_decisions(run_id, "none")
+    second = subjects.run_commands(run_id)
+    for n in range(300):  # more than one direct-get batch
+        await event_log.append(first if n % 3 else second, [started(n), started(n + 1000)])
+    everything = await event_log.replay(run_id)
+    assert len(everything) == 600
+    for after in (0, everything[0].sequence, everything[401].sequence, everything[-1].sequence):
+        want = await event_log.read(subjects.run_all(run_id), after=after)
+        got = await event_log.read_recent(subjects.run_all(run_id), after=after)
+        assert [(e.sequence, e.index, e.subject, e.event) for e in got] == [
+            (e.sequence, e.index, e.subject, e.event) for e in want
+        ]
+        assert [e.recorded_at for e in got] == [e.recorded_at for e in want]
+    assert await event_log.read_recent(subjects.run_all(uuid.uuid4().hex)) == []

@@ -72,3 +72,21 @@ async def test_a_restarted_streamable_http_server_gets_a_new_session(client: Mcp
         await peer.start()  # same port, a server that never saw the session
         second = await client.call("u1", server, "echo", {"text": "two"}, 20)
         assert second.result == {"result": "echo: two"}
+
+
+@pytest.mark.parametrize("transport", ["sse", "streamable_http"])
+async def test_the_tool_calls_span_reaches_the_server_in_meta(
+    client: McpClient, transport: str
+) -> None:
+    """The call's `traceparent` (the agent's tool span) travels in `params._meta`, per call,
+    over the shared warm session; a call without one sends none."""
+    span = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    other = "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01"
+    async with McpPeer("sse" if transport == "sse" else "streamable-http") as peer:
+        server = {"id": "p", "transport": transport, "url": peer.url}
+        first = await client.call("u1", server, "traceparent", {}, 20, traceparent=span)
+        second = await client.call("u1", server, "traceparent", {}, 20, traceparent=other)
+        none = await client.call("u1", server, "traceparent", {}, 20)
+    assert first.result == {"result": span}
+    assert second.result == {"result": other}
+    assert none.result == {"result": ""}

@@ -18,6 +18,7 @@ from libs.eventlog import EventLog, provision_run_stream
 from libs.testing import infra
 from libs.testing.eventually import eventually
 from libs.tools.mcp_config import McpServer
+from services.tool_sandbox.a2a_client import RemoteCall
 from services.tool_sandbox.containment.policy import Limits
 from services.tool_sandbox.executor import ToolExecutor
 from services.tool_sandbox.fairness import FairScheduler
@@ -32,6 +33,10 @@ pytestmark = pytest.mark.integration
 
 async def _none(owner: str, cid: str) -> McpServer | None:
     return None
+
+
+async def _no_credential(run_id: str, item_id: str) -> str:
+    return ""
 
 
 def _calls(log: EventLog, processes: ProcessRunner, root: Path) -> ToolCalls:
@@ -49,6 +54,8 @@ def _calls(log: EventLog, processes: ProcessRunner, root: Path) -> ToolCalls:
         ),
         http=httpx.AsyncClient(),
         publisher=lambda *_: None,  # type: ignore[arg-type,return-value]
+        a2a=RemoteCall(httpx.AsyncHTTPTransport(), max_response_bytes=1 << 20),
+        credentials=_no_credential,
     )
     return ToolCalls(
         log,

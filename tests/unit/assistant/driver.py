@@ -18,7 +18,7 @@ from contracts.chat import (
     ChatToolStarted,
     ChatTurnStarted,
 )
-from contracts.runs import RunEndReported
+from contracts.runs import RunEndReported, RunPauseReported
 from libs.chat import Conversation
 from services.agent_runtime.assistant.domain import Record, Step, decide
 
@@ -128,6 +128,12 @@ class Chat:
 
     def run_end(self, run_id: str, status: str = "success") -> Chat:
         return self.add(RunEndReported(run_id=run_id, workflow_id="w", status=status))  # type: ignore[arg-type]
+
+    def run_paused(self, run_id: str, request_id: str = "rq1") -> Chat:
+        review = {"requestId": request_id, "reviewUrl": f"http://h/review/{request_id}"}
+        return self.add(
+            RunPauseReported(run_id=run_id, workflow_id="w", request_id=request_id, review=review)
+        )
 
     def timer(self, timer_id: str) -> Chat:
         return self.add(ChatTimerFired(timer_id=timer_id))

@@ -13,6 +13,7 @@ from contracts.chat import (
     ChatTurnCompleted,
     ChatTurnFailed,
 )
+from contracts.runs import RunPauseReported
 from services.agent_runtime.assistant.domain import (
     AskModel,
     CheckRun,
@@ -137,6 +138,22 @@ def test_a_run_tool_waits_for_the_runs_end_without_holding_anything() -> None:
     step = c.decide()
     assert isinstance(step, FinishRun)
     assert step.end.run_id == "r1"
+
+
+def test_a_run_paused_for_review_finishes_the_run_tool_pending() -> None:
+    c = Chat().post("m1", "run it").started("m1")
+    c.round("m1", 1, calls=[("a", "execute_workflow", {"workflow_id": "w1"})])
+    c.tool_started("m1", "a", "execute_workflow", run_id="r1", timers=[run_timeout_timer_id("a")])
+    c.run_paused("r2")  # another run's pause is not this call's
+    assert isinstance(c.decide(), Idle)
+    c.run_paused("r1")
+    step = c.decide()
+    assert isinstance(step, FinishRun)
+    assert isinstance(step.end, RunPauseReported)
+    assert step.end.review["reviewUrl"] == "http://h/review/rq1"
+    c.tool_finished("m1", "a", "execute_workflow", {"status": "pending"}, status="pending")
+    c.run_end("r1")  # the run's later end changes nothing for the finished call
+    assert isinstance(c.decide(), AskModel)
 
 
 def test_a_run_past_its_timeout_answers_running() -> None:

@@ -324,6 +324,9 @@ def test_wait_node_is_a_durable_timer() -> None:
     (timer,) = t.of(TimerScheduled)
     assert timer.purpose == "wait"
     assert t.results("after")[0].output == {"t": "hi"}
+    # its result spans the wait, from when the timer was set (history draws it as a gap)
+    (waited,) = t.results("pause")
+    assert waited.started_at_ms == timer.fire_at_ms - 2000
 
 
 def test_pinned_data_in_test_mode_drives_branches() -> None:

@@ -24,6 +24,15 @@ class ToolDef:
     required: tuple[str, ...] = field(default=())
 
     def schema(self) -> dict[str, Any]:
+        """The function schema the model gets (built once per tool: every round sends it)."""
+        cached = _SCHEMAS.get(id(self))
+        if cached is not None and cached[0] is self:
+            return cached[1]
+        built = self._schema()
+        _SCHEMAS[id(self)] = (self, built)
+        return built
+
+    def _schema(self) -> dict[str, Any]:
         params = dict(self.parameters)
         return {
             "type": "function",
@@ -38,6 +47,9 @@ class ToolDef:
             },
         }
 
+
+# id -> (the tool, its schema); the tools are module constants, so this stays small.
+_SCHEMAS: dict[int, tuple[ToolDef, dict[str, Any]]] = {}
 
 _TIME_RANGE = {"type": "string", "enum": ["24h", "7d", "30d", "all"]}
 
@@ -81,6 +93,21 @@ READ_TOOLS: Final = (
         },
         kind="wait",
         required=("execution_history_id",),
+    ),
+    ToolDef(
+        "resolve_hitl_review",
+        "Decide a pending human review of one of the user's runs (an execute_workflow or "
+        "wait_for_execution_update result with pending_review), only when the user asks you "
+        "to: accept the draft, edit it (edited_text) or refuse it (refusal_reason). The run "
+        "then goes on; follow it with wait_for_execution_update.",
+        {
+            "action": {"type": "string", "enum": ["accept", "edit", "refuse"]},
+            "request_id": {"type": "string"},
+            "review_url": {"type": "string"},
+            "edited_text": {"type": "string"},
+            "refusal_reason": {"type": "string"},
+        },
+        required=("action",),
     ),
     ToolDef(
         "get_recent_executions",
@@ -208,6 +235,8 @@ def label(name: str, args: dict[str, Any], *, workflow_name: str = "", attempt: 
         return f'Running workflow "{workflow_name or args.get("workflow_id", "")}"...'
     if name == "wait_for_execution_update":
         return "Waiting for workflow update..."
+    if name == "resolve_hitl_review":
+        return "Resolving human review..."
     if name == "get_recent_executions":
         return "Listing recent executions..."
     if name == "get_active_executions":

@@ -22,7 +22,7 @@ from contracts.chat import (
     ChatTurnCompleted,
     ChatTurnFailed,
 )
-from contracts.runs import RunEndReported
+from contracts.runs import RunEndReported, RunPauseReported
 from libs.chat import Conversation, Round, ToolCall, Turn, workflow_marker
 from services.agent_runtime.assistant.domain.build import offered
 from services.agent_runtime.assistant.domain.catalog import ToolDef, kind_of
@@ -73,9 +73,11 @@ class RunTool:
 
 @dataclass(frozen=True)
 class FinishRun:
+    """A run tool's run ended, or paused for a human review (the tool answers `pending`)."""
+
     turn: Turn
     call: ToolCall
-    end: RunEndReported
+    end: RunEndReported | RunPauseReported
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,7 @@ def _tools(conv: Conversation, turn: Turn, rnd: Round, now_ms: int) -> Step | No
             return StartTool(turn, rnd.number, call)
         kind = kind_of(call.name)
         if kind == "run" and call.started.run_id:
-            end = conv.run_ends.get(call.started.run_id)
+            end = conv.run_ends.get(call.started.run_id) or conv.run_pauses.get(call.started.run_id)
             if end is not None:
                 return FinishRun(turn, call, end)
             if any(t in conv.timers_fired for t in call.started.timer_ids):

@@ -21,7 +21,17 @@ SUMMARY_ERROR_CHARS: Final = 150
 IMAGE_PLACEHOLDER: Final = "[image omitted - see workflow execution in UI]"
 _DATA_IMAGE = re.compile(r"^data:image/[a-zA-Z0-9.+-]+;base64,", re.ASCII)
 
-_SUCCESS = {"success", "succeeded", "ok", "completed", "created", "edited", "saved", "verified"}
+_SUCCESS = {
+    "success",
+    "succeeded",
+    "ok",
+    "completed",
+    "created",
+    "edited",
+    "saved",
+    "verified",
+    "resolved",
+}
 _ERROR = {"error", "failed", "failure"}
 _PENDING = {"pending", "requires_credentials", "requires_data_table", "waiting"}
 
@@ -106,6 +116,8 @@ def summary(name: str, result: Any, status: str) -> str:
         return f"{r.get('name', '')}: {r.get('value_type', '')}"
     if name == "finish":
         return "Verified" if status == "success" else f"Status: {status}"
+    if name == "resolve_hitl_review" and r.get("decision"):
+        return f"Review {r['decision']} · {r.get('workflow_name', '')}"
     return f"Status: {status}"
 
 

@@ -16,6 +16,7 @@ from services.agent_runtime.assistant.tools import (
     builder,
     docs,
     history,
+    review,
     workflows,
 )
 from services.agent_runtime.assistant.tools.env import Outcome, ToolEnv, error
@@ -34,6 +35,8 @@ READ: dict[str, Simple] = {
     "get_schedule_events": account.get_schedule_events,
     "get_global_variables": account.get_global_variables,
 }
+# writing tools that answer at once (their start is recorded first)
+WRITE: dict[str, Simple] = {"resolve_hitl_review": review.resolve_hitl_review}
 BUILDER: dict[str, WithCall] = {
     "create_workflow": builder.create_workflow,
     "edit_workflow": builder.edit_workflow,
@@ -51,6 +54,8 @@ async def run_sync(env: ToolEnv, call: ToolCall) -> Outcome:
     building = env.turn.message.build is not None
     if call.name in READ:
         return await READ[call.name](env, args)
+    if call.name in WRITE:
+        return await WRITE[call.name](env, args)
     if call.name in BUILDER and not building:
         return await BUILDER[call.name](env, call, args)
     if call.name in BUILD and building:

@@ -18,7 +18,7 @@ from contracts import subjects
 from contracts.base import Envelope
 from contracts.chat import MAX_BUILD_TEST_RUNS
 from contracts.nodes import NodeCompleted
-from contracts.runs import RunEndReported, RunRequested, WorkflowSnapshot
+from contracts.runs import RunEndReported, RunPauseReported, RunRequested, WorkflowSnapshot
 from libs import telemetry
 from libs.db.globals import global_values
 from libs.eventlog import ConcurrencyConflict
@@ -89,6 +89,7 @@ async def request_run(
         report_to=subjects.chat_commands(env.conversation_id),
         traceparent=tool_span,
         run_traceparent=telemetry.header_of(telemetry.new_run_context(run_id, tool_span)),
+        public_base_url=env.turn.message.public_base_url,
     )
 
 
@@ -134,6 +135,78 @@ def execution_result(end: RunEndReported, results: list[dict[str, Any]]) -> dict
         "error": end.error,
     }
     return out
+
+
+def pending_review(
+    review: dict[str, Any], *, run_id: str, workflow_name: str, request_id: str = ""
+) -> dict[str, Any]:
+    """Heym's `pending_review` from a paused agent's pending payload."""
+    return {
+        "request_id": review.get("requestId") or request_id,
+        "review_url": review.get("reviewUrl"),
+        "summary": review.get("summary") or "",
+        "draft_text": review.get("draftText") or "",
+        "expires_at": review.get("expiresAt"),
+        "execution_history_id": run_id,
+        "workflow_name": workflow_name,
+    }
+
+
+def paused_result(pause: RunPauseReported, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """`execute_workflow`'s result for a run paused for a human review (`status: pending`)."""
+    end = RunEndReported(
+        run_id=pause.run_id,
+        workflow_id=pause.workflow_id,
+        workflow_name=pause.workflow_name,
+        outputs=pause.outputs,
+        execution_time_ms=pause.execution_time_ms,
+    )
+    out = execution_result(end, results)
+    out["status"] = "pending"
+    out["pending_review"] = pending_review(
+        pause.review,
+        run_id=pause.run_id,
+        workflow_name=pause.workflow_name,
+        request_id=pause.request_id,
+    )
+    return out
+
+
+def pending_notice(result: dict[str, Any]) -> dict[str, Any]:
+    """The `workflow_pending` stream frame (Heym §12.12 item 16): a run waits for review."""
+    review = result.get("pending_review") or {}
+    return {
+        "type": "workflow_pending",
+        "execution_history_id": result.get("execution_history_id"),
+        "workflow_name": review.get("workflow_name"),
+        "request_id": review.get("request_id"),
+        "review_url": review.get("review_url"),
+        "summary": review.get("summary"),
+        "draft_text": review.get("draft_text"),
+    }
+
+
+async def review_for_run(env: ToolEnv, run_id: str, workflow_name: str) -> dict[str, Any] | None:
+    """The pending review of one of the user's runs (itself or a child run), if any."""
+    row = await env.pool.fetchrow(
+        """SELECT request_id, review_url, summary, draft_text, expires_at
+           FROM review_requests
+           WHERE root_run_id = $1 AND owner_id = $2 AND status = 'pending'
+                 AND expires_at > now()
+           ORDER BY created_at DESC LIMIT 1""",
+        run_id,
+        env.owner_id,
+    )
+    if row is None:
+        return None
+    payload = {
+        "requestId": row["request_id"],
+        "reviewUrl": row["review_url"],
+        "summary": row["summary"],
+        "draftText": row["draft_text"],
+        "expiresAt": row["expires_at"].isoformat(),
+    }
+    return pending_review(payload, run_id=run_id, workflow_name=workflow_name)
 
 
 def _clip(value: Any, limit: int) -> Any:

@@ -1,15 +1,18 @@
-"""Human review decisions at the gateway (Heym §5.5): find a review by its token, say how it
+"""Human review decisions (Heym §5.5): find a review by its token (the review page and API)
+or by its request id for its owner (the Heym Agent's `resolve_hitl_review`), say how it
 stands, and record a decision on the paused agent's aggregate exactly once.
 
 The token is the credential (public endpoints): only its SHA-256 is stored. A decision is
 appended after what the agent's aggregate holds since the request (expected sequence), so two
-decisions posted at once cannot both win, nor a decision and the expiry; a review whose run
-was cancelled answers 410 and resumes nothing.
+decisions posted at once cannot both win, whoever posts them, nor a decision and the expiry; a
+review whose run was cancelled answers 410 and resumes nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -20,8 +23,7 @@ from contracts import subjects
 from contracts.review import Decision, ReviewClosed, ReviewDecided
 from contracts.runs import CancelRequested
 from libs.eventlog import EventLog
-from libs.review import ReviewEnded, close_if_open
-from services.gateway.review_links import token_hash
+from libs.review.aggregate import ReviewEnded, close_if_open
 
 MAX_EDIT_CHARS = 100_000
 MAX_REASON_CHARS = 10_000
@@ -48,6 +50,11 @@ class Found:
         return str(self.row["request_id"])
 
 
+def token_hash(token: str) -> str:
+    """How a review token is stored and looked up (never the token itself)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
 async def find(pool: asyncpg.Pool[Any], event_log: EventLog, token: str) -> Found | None:
     """The review behind `token` and how it stands now (None: no such token)."""
     if not token or len(token) > 128:
@@ -55,6 +62,28 @@ async def find(pool: asyncpg.Pool[Any], event_log: EventLog, token: str) -> Foun
     row = await pool.fetchrow(
         "SELECT * FROM review_requests WHERE token_hash = $1", token_hash(token)
     )
+    return await _standing(event_log, row)
+
+
+async def find_for_owner(
+    pool: asyncpg.Pool[Any], event_log: EventLog, request_id: str, owner_id: str
+) -> Found | None:
+    """The review `request_id` if it pauses a run of `owner_id` (None otherwise)."""
+    try:
+        owner = uuid.UUID(owner_id)
+    except (ValueError, TypeError):
+        return None
+    if not request_id or len(request_id) > 128:
+        return None
+    row = await pool.fetchrow(
+        "SELECT * FROM review_requests WHERE request_id = $1 AND owner_id = $2",
+        request_id,
+        owner,
+    )
+    return await _standing(event_log, row)
+
+
+async def _standing(event_log: EventLog, row: asyncpg.Record | None) -> Found | None:
     if row is None:
         return None
     standing: Standing = row["status"]
@@ -135,10 +164,22 @@ async def decide(
     pool: asyncpg.Pool[Any], event_log: EventLog, token: str, body: Any
 ) -> tuple[Found, ReviewDecided]:
     """Record a decision; raises `DecisionRefused` (404, 409, 410, 422) when it cannot be."""
-    decision, edited, reason = validate(body)
+    decision = validate(body)
     found = await find(pool, event_log, token)
     if found is None:
         raise DecisionRefused(404, "no review request for this link")
+    return found, await record_decision(event_log, found, *decision)
+
+
+async def record_decision(
+    event_log: EventLog,
+    found: Found,
+    decision: Decision,
+    edited: str | None,
+    reason: str | None,
+) -> ReviewDecided:
+    """The one way a decision is taken (review page, API, Heym Agent): appended after the
+    request on the agent's aggregate, so exactly one decision (or the expiry) wins."""
     _refuse_unless_pending(found.standing)
     row = found.row
     decided = ReviewDecided(
@@ -169,7 +210,7 @@ async def decide(
         closed_at_ms=decided.decided_at_ms,
     )
     await event_log.append(subjects.work_item(row["run_id"], "review", found.request_id), [closed])
-    return found, decided
+    return decided
 
 
 def _refuse_unless_pending(standing: str) -> None:

@@ -1,0 +1,2 @@
+"""What the gateway's web pages share: the document shell, security headers, agent Markdown
+and the static assets (served from the project itself, never from a CDN)."""
