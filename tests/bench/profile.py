@@ -71,7 +71,10 @@ LOADS: dict[str, Load] = {
 }
 _SKIP = re.compile(r"asyncio/|runpy|run_service|selectors\.py|<module>|threading\.py")
 # Leaves that mean a thread is waiting, not working (py-spy cannot always tell).
-_IDLE = re.compile(r"^(Condition\.wait|Runner\.run|select|_run_once|Event\.wait) ")
+_IDLE = re.compile(
+    r"^((Condition\.wait|Runner\.run|select|_run_once|Event\.wait) "
+    r"|_worker \(concurrent/futures/thread\.py:81\))"  # a pool thread waiting for work
+)
 
 
 def summarize(raw: Path, top: int) -> str:
