@@ -146,6 +146,7 @@ def channels() -> tuple[Channel, ...]:
         MemoryExtractionMerged,
         MemoryExtractionReplied,
         MemoryExtractionRequested,
+        MemoryGraphErased,
         MemoryRelationshipDeleted,
         MemoryRelationshipUpserted,
     )
@@ -324,7 +325,9 @@ def channels() -> tuple[Channel, ...]:
             description=(
                 "An agent node's persistent memory graph: every change to its entities and "
                 "relationships, each naming the run or user that wrote it; appended with the "
-                "subject's expected last sequence. The node id is escaped into one token."
+                "subject's expected last sequence. The node id is escaped into one token. When "
+                "the workflow is deleted, `memory.graph_erased` is appended and everything "
+                "before it purged."
             ),
             events=(
                 MemoryEntityUpserted,
@@ -332,6 +335,7 @@ def channels() -> tuple[Channel, ...]:
                 MemoryRelationshipUpserted,
                 MemoryRelationshipDeleted,
                 MemoryExtractionMerged,
+                MemoryGraphErased,
             ),
         ),
         Channel(

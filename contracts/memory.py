@@ -89,6 +89,17 @@ class MemoryRelationshipDeleted(Event, tag="memory.relationship_deleted", frozen
     origin: MemoryOrigin
 
 
+class MemoryGraphErased(Event, tag="memory.graph_erased", frozen=True):
+    """The graph is gone for good (its workflow was deleted): the projection drops its rows,
+    writers write nothing more to it, and everything recorded before it on the subject is
+    purged from the log (this marker is kept, so a replay knows why the subject is empty)."""
+
+    workflow_id: str
+    node_id: str
+    reason: str = "workflow deleted"
+    erased_at_ms: int = 0
+
+
 class MemoryExtractionMerged(Event, tag="memory.extraction_merged", frozen=True):
     """The end of one extraction's merge into this graph (last event of its batch): marks the
     work item as applied here, even when it changed nothing."""
@@ -164,6 +175,7 @@ MEMORY_EVENTS: tuple[type[Event], ...] = (
     MemoryRelationshipUpserted,
     MemoryRelationshipDeleted,
     MemoryExtractionMerged,
+    MemoryGraphErased,
 )
 MEMORY_WORK_EVENTS: tuple[type[Event], ...] = (
     MemoryExtractionRequested,

@@ -204,8 +204,7 @@ class Stack:
             )
             state = "?"
             if name in health:
-                # e.g. the tool sandbox's "sandbox: bubblewrap" or "sandbox: rlimits only"
-                state = ", ".join([health[name].state, *health[name].details.values()])
+                state = _state(health[name])
             rows.append((name, str(child.pid), address, state))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = [
@@ -291,3 +290,14 @@ async def run_stack(settings: Settings) -> int:
             w.cancel()
         await stack.stop()
         say("Heym stopped.")
+
+
+def _state(health: HealthReply) -> str:
+    """A service's state and its own details, named ("healthy, active runs 0"; the tool
+    sandbox's "sandbox: bubblewrap"); tracing details are the traces row's."""
+    shown: list[str] = [health.state]
+    for key, value in health.details.items():
+        if key.startswith("otel"):
+            continue
+        shown.append(value if key == "sandbox" else f"{key.replace('_', ' ')} {value}")
+    return ", ".join(shown)

@@ -16,6 +16,7 @@ from contracts.memory import (
     MemoryEntityDeleted,
     MemoryEntityUpserted,
     MemoryExtractionMerged,
+    MemoryGraphErased,
     MemoryOrigin,
     MemoryRelationshipDeleted,
     MemoryRelationshipUpserted,
@@ -77,6 +78,7 @@ class MemoryGraph:
     relationships: dict[str, Relationship] = field(default_factory=dict)
     merged_items: set[str] = field(default_factory=set)
     last_seq: int = 0
+    erased: bool = False  # `memory.graph_erased`: nothing is written to it any more
     _by_name: dict[str, set[str]] = field(default_factory=dict, repr=False)
     _by_slot: dict[tuple[str, str, str], str] = field(default_factory=dict, repr=False)
     _incident: dict[str, set[str]] = field(default_factory=dict, repr=False)
@@ -193,4 +195,9 @@ def evolve(graph: MemoryGraph, event: Event | UnknownEvent, sequence: int) -> No
         graph._drop_relationship(event.relationship_id)
     elif isinstance(event, MemoryExtractionMerged) and event.origin.item_id:
         graph.merged_items.add(merge_key(event.origin))
+    elif isinstance(event, MemoryGraphErased):
+        for entity_id in list(graph.entities):
+            graph._drop_entity(entity_id)
+        graph.merged_items.clear()
+        graph.erased = True
     # Anything else was not written by a memory writer: a graph ignores it.

@@ -61,6 +61,8 @@ class MemoryWriter:
         subject = subjects.memory(workflow_id, node_id)
         current = graph if graph is not None else await self.load(workflow_id, node_id)
         for _ in range(self._attempts):
+            if current.erased:
+                return Change(graph=current, events=[], sequence=0)  # its workflow is gone
             events = decide(current)
             if not events:
                 return Change(graph=current, events=[], sequence=0)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+from nats.aio.client import Client
 
 from contracts import subjects
 from contracts.base import Event
@@ -48,6 +49,17 @@ def conversation_id(value: str) -> str | None:
         return str(uuid.UUID(str(value)))
     except (ValueError, AttributeError, TypeError):
         return None
+
+
+async def erase(nc: Client, conv: Conversation) -> None:
+    """After its `chat.conversation_deleted` landed: purge everything the conversation
+    recorded before it from the log (the marker and anything after it stay, so the turn still
+    running sees the delete). Repeatable."""
+    if not conv.deleted or conv.last_seq <= 0:
+        return
+    await nc.jetstream().purge_stream(
+        subjects.RUN_STREAM, subject=subjects.chat_all(conv.conversation_id), seq=conv.last_seq
+    )
 
 
 async def load(event_log: EventLog, cid: str) -> Conversation:

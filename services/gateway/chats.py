@@ -71,6 +71,16 @@ async def _command(
         raise _fail(exc) from None
 
 
+async def _delete(request: Request[Any, Any, State], conv: Conversation) -> None:
+    """Record the delete (it stops a running turn), then erase what was said from the log."""
+    conv = await _command(
+        request,
+        conv,
+        lambda s: [] if s.deleted else [ChatConversationDeleted(deleted_at_ms=chat_log.now_ms())],
+    )
+    await chat_log.erase(request.app.state.ctx.nc, conv)
+
+
 async def preferred_model(
     request: Request[Any, Any, State], user_id: str
 ) -> tuple[str | None, str | None]:
@@ -147,14 +157,7 @@ class ChatController(Controller):
     @delete("", summary="Delete all your conversations", status_code=204)
     async def delete_all(self, request: Request[Any, Any, State], user: AccountUser) -> None:
         for item in await list_conversations(request.app.state.ctx.pool, user.id):
-            conv = await _owned(request, item["id"], user)
-            await _command(
-                request,
-                conv,
-                lambda s: (
-                    [] if s.deleted else [ChatConversationDeleted(deleted_at_ms=chat_log.now_ms())]
-                ),
-            )
+            await _delete(request, await _owned(request, item["id"], user))
 
     @get("/quick-prompts", summary="Your quick prompts")
     async def quick_prompts(
@@ -239,14 +242,7 @@ class ChatController(Controller):
     async def remove(
         self, request: Request[Any, Any, State], conversation_id: str, user: AccountUser
     ) -> None:
-        conv = await _owned(request, conversation_id, user)
-        await _command(
-            request,
-            conv,
-            lambda s: (
-                [] if s.deleted else [ChatConversationDeleted(deleted_at_ms=chat_log.now_ms())]
-            ),
-        )
+        await _delete(request, await _owned(request, conversation_id, user))
 
     @post(
         "/{conversation_id:str}/messages",

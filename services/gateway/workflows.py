@@ -10,6 +10,7 @@ from litestar.di import Provide
 from litestar.exceptions import HTTPException, NotFoundException
 
 from libs.accounts import AccountUser
+from libs.memory.erase import erase_workflow_memory
 from libs.schedules import cron_trigger, put_schedule
 from libs.workflow.fields import checked_fields, problem_summary, workflow_json
 from services.gateway import store, throttle
@@ -121,8 +122,11 @@ class WorkflowController(Controller):
         self, request: Request[Any, Any, State], workflow_id: str, user: AccountUser
     ) -> None:
         await owned(request, workflow_id, user)
-        await store.delete_workflow(request.app.state.ctx.pool, workflow_id)
-        await put_schedule(request.app.state.ctx.nc, workflow_id, None)
+        ctx = request.app.state.ctx
+        # Memory first: a failure here leaves the workflow in place, so a retry erases it.
+        await erase_workflow_memory(ctx.nc, ctx.event_log, workflow_id)
+        await store.delete_workflow(ctx.pool, workflow_id)
+        await put_schedule(ctx.nc, workflow_id, None)
 
     @get("/{workflow_id:str}/versions", summary="The versions recorded by each save")
     async def versions(

@@ -64,6 +64,9 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
         (sandbox_row,) = [line for line in stack.output if line.startswith("tool_sandbox ")]
         expected = "sandbox: bubblewrap" if shutil.which("bwrap") else "sandbox: rlimits only"
         assert expected in sandbox_row, sandbox_row
+        # no bare values in the table (tracing's "off, 0, 0" is the traces row's business)
+        (scheduler_row,) = [line for line in stack.output if line.startswith("scheduler ")]
+        assert scheduler_row.rstrip().endswith(" healthy"), scheduler_row
         # with no model credential of its own, the admin gets the offline demo model
         async with httpx.AsyncClient(base_url=stack.base_url, headers={"X-MCP-Key": API_KEY}) as c:
             creds = (await c.get("/api/credentials")).json()

@@ -49,6 +49,15 @@ _FALLBACK_TITLE = """
     UPDATE chat_conversations SET title = $2, titled = true WHERE id = $1 AND NOT titled"""
 _READ = "UPDATE chat_conversations SET has_unread = false WHERE id = $1"
 _DELETED = "UPDATE chat_conversations SET deleted = true, is_running = false WHERE id = $1"
+# A deleted conversation keeps a tombstone row (no title); what was said in it goes, as the log
+# purges it (`services/gateway/chat_log.erase`). Last phase: nothing of it follows the delete.
+_ERASED = (
+    "UPDATE chat_conversations SET title = '' WHERE id = $1",
+    "DELETE FROM chat_messages WHERE conversation_id = $1",
+    "DELETE FROM chat_queue_items WHERE conversation_id = $1",
+    "DELETE FROM chat_tool_calls WHERE conversation_id = $1",
+    "DELETE FROM chat_turns WHERE conversation_id = $1",
+)
 _USER_MESSAGE = """
     INSERT INTO chat_messages (id, conversation_id, role, content, created_at, sequence)
     VALUES ($1, $2, 'user', $3, $4, $5) ON CONFLICT (id) DO NOTHING"""
@@ -153,6 +162,8 @@ class ChatProjector:
             sql.add(_READ, conv, phase=4)
         elif isinstance(ev, ChatConversationDeleted):
             sql.add(_DELETED, conv, phase=4)
+            for statement in _ERASED:
+                sql.add(statement, conv, phase=6)
         elif isinstance(ev, ChatMessagePosted):
             self._posted(env, ev, conv, sql)
         elif isinstance(ev, ChatQueuedMessageStarted):

@@ -4,8 +4,9 @@
 and each graph's last projected sequence. Statements go phase by phase in the order that
 gives the fold's result for any batch: entity writes, relationship writes (only between
 entities that exist, as in the fold), relationship deletions, entity deletions (cascading to
-their relationships). Writers never reuse a deleted id, so no later write of a batch is undone
-by an earlier deletion. Dropping the rows and the projector's position rebuilds the same
+their relationships), then erased graphs (nothing is written to a graph after its erasure).
+Writers never reuse a deleted id, so no later write of a batch is undone by an earlier
+deletion. Dropping the rows and the projector's position rebuilds the same
 tables from the log (timestamps are the messages' own).
 
 `MemoryTraceProjector` (`heym.work.*.agent_runtime.*`) writes one `llm_traces` row (source
@@ -22,6 +23,7 @@ from contracts.memory import (
     MemoryEntityDeleted,
     MemoryEntityUpserted,
     MemoryExtractionReplied,
+    MemoryGraphErased,
     MemoryRelationshipDeleted,
     MemoryRelationshipUpserted,
 )
@@ -58,6 +60,8 @@ _RELATIONSHIP = """
 
 _DELETE_RELATIONSHIP = "DELETE FROM agent_memory_relationships WHERE id = $1"
 _DELETE_ENTITY = "DELETE FROM agent_memory_entities WHERE id = $1"
+# An erased graph: its relationships go with its entities (ON DELETE CASCADE).
+_ERASE = "DELETE FROM agent_memory_entities WHERE workflow_id = $1 AND canvas_node_id = $2"
 
 
 class MemoryProjector:
@@ -103,6 +107,8 @@ class MemoryProjector:
             sql.add(_DELETE_RELATIONSHIP, ev.relationship_id, phase=3)
         elif isinstance(ev, MemoryEntityDeleted):
             sql.add(_DELETE_ENTITY, ev.entity_id, phase=4)
+        elif isinstance(ev, MemoryGraphErased):
+            sql.add(_ERASE, ev.workflow_id, ev.node_id, phase=5)  # nothing follows it
         else:
             return
         sql.add(_GRAPH, ev.workflow_id, ev.node_id, seq, phase=0)

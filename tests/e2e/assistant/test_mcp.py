@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from libs.testing.eventually import eventually
 from libs.testing.model_server import Match, ModelServer, Reply, Rule, Script, ToolCall
 from tests.e2e.agents.helpers import model_credential
 from tests.e2e.assistant.helpers import MODEL, greeter
@@ -95,8 +96,13 @@ async def test_workflow_tools_and_heym_chat_over_streamable_http(
         assert history == ["system", "user", "assistant", "user"]
 
     async with system.client(key) as c:
-        runs = (await c.get("/api/workflows/history/all", params={"trigger_source": "MCP"})).json()
-        assert runs["total"] == 1
+
+        async def mcp_runs() -> int:
+            r = await c.get("/api/workflows/history/all", params={"trigger_source": "MCP"})
+            return int(r.json()["total"])
+
+        await eventually(mcp_runs, timeout=20)  # the history is a projection
+        assert await mcp_runs() == 1
         listed = (await c.get("/api/chats")).json()
         assert [(x["id"], x["source"]) for x in listed] == [(cid, "mcp")]
 

@@ -40,6 +40,13 @@ async def test_read_tools_answer_from_the_users_data(system: System, model: Mode
             assert (
                 await c.post(f"/api/workflows/{wid}/execute", json={"text": name})
             ).status_code == 200
+
+        async def both_recorded() -> bool:
+            history = (await c.get(f"/api/workflows/{wid}/history")).json()
+            return int(history["total"]) == 2
+
+        # the history is a projection: the tools read it, so wait until it shows both runs
+        await eventually(both_recorded, timeout=20)
         cron = [
             n("c", "cron", "every9", cronExpression="0 9 * * *"),
             n("s", "set", "x", mappings=[]),
