@@ -80,11 +80,18 @@ class EventCodec:
         self._raw_list = msgspec.json.Decoder(list[msgspec.Raw])
         self._event = msgspec.json.Decoder(union)
         self._tag = msgspec.json.Decoder(_TagOnly)
+        # The common case, a batch of known, well-formed events, in one pass; anything else
+        # (an unknown tag, a malformed event) is taken apart event by event below.
+        self._batch = msgspec.json.Decoder(list[union])
 
     def encode(self, events: Sequence[Event]) -> bytes:
         return self._encoder.encode(list(events))
 
     def decode(self, body: bytes) -> list[Event | UnknownEvent]:
+        try:
+            return self._batch.decode(body)
+        except msgspec.DecodeError:
+            pass
         try:
             raws = self._raw_list.decode(body)
         except msgspec.DecodeError as exc:

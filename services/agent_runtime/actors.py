@@ -35,8 +35,13 @@ from services.agent_runtime import tracing
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import (
     AgentState,
+    CallModel,
     Cancel,
+    Classify,
     Done,
+    Fail,
+    Finish,
+    GraceLimit,
     Paused,
     Step,
     Unrequested,
@@ -60,6 +65,12 @@ log = logging.getLogger(__name__)
 MAX_STEPS_PER_BATCH = 10_000
 KEEPALIVE_S = 3.0
 CACHED_IDLE = 4096
+
+
+# Steps that record before they act outside the invocation (start children, deliver a result,
+# report a pause): events held by the step before may wait for their append. Before any other
+# step the held events are appended on their own.
+_RECORDS_FIRST = (CallModel, Classify, Finish, Fail, Cancel, GraceLimit)
 
 
 class _Stale(Exception):
@@ -105,6 +116,8 @@ class InvocationActor:
         self._task: asyncio.Task[None] | None = None
         self._step: asyncio.Task[None] | None = None
         self._reported: set[str] = set()
+        # Folded but not appended yet (`StepContext.record_soon`); they go with the next append.
+        self._held: list[Event] = []
 
     @property
     def busy(self) -> bool:
@@ -147,6 +160,7 @@ class InvocationActor:
             "agent %s/%s: step failed: %r", self.run_id, self.invocation_id, exc, exc_info=exc
         )
         self.state, self._ctx = None, None  # the cache may be half-updated: rebuild by replay
+        self._held = []
         last_try = any(m.metadata.num_delivered >= self._max_deliver for m in msgs)
         if last_try:
             # Every delivery failed: end the invocation with a recorded error instead of
@@ -199,6 +213,7 @@ class InvocationActor:
             evolve(state, env.event, env.sequence, at_ms=_ms(env), traceparent=env.traceparent)
 
     async def _load(self, through: int = 0) -> None:
+        self._held = []
         state = AgentState()
         for env in await self._log.read(self.subject, through=through):
             evolve(state, env.event, env.sequence, at_ms=_ms(env), traceparent=env.traceparent)
@@ -262,33 +277,65 @@ class InvocationActor:
                 traceparent=state.traceparent,
             )
             self._ctx = StepContext(
-                state=state, call=call, record=self._record, services=self._services
+                state=state,
+                call=call,
+                record=self._record,
+                services=self._services,
+                hold=self._hold,
             )
         return self._ctx
 
+    def _hold(self, events: list[Event]) -> None:
+        state = self.state
+        assert state is not None
+        for event in events:
+            evolve(state, event, state.last_seq)
+        self._held.extend(events)
+
     async def _record(self, events: list[Event]) -> None:
+        """Append the held events and `events` as one message (one decision, one append)."""
         state = self.state
         assert state is not None
         ctx = self._context()
+        batch = [*self._held, *events]
         try:
             appended = await self._log.append(
                 self.subject,
-                events,
+                batch,
                 expected_sequence=state.last_seq,
                 correlation_id=ctx.call.correlation_id,
                 traceparent=ctx.call.traceparent,
             )
         except ConcurrencyConflict as conflict:
             raise _Stale(conflict.actual or 0) from None
+        self._held = []
         for event in events:
             evolve(state, event, appended.sequence)
-        tracing.recorded(ctx.call, state, events, at_ms=int(time.time() * 1000))
+        state.last_seq = max(state.last_seq, appended.sequence)
+        tracing.recorded(ctx.call, state, batch, at_ms=int(time.time() * 1000))
+
+    async def _recover(self, through: int = 0) -> None:
+        """After a conflict: fold what was missed (at least up to `through`, the sequence the
+        conflict reported); a state holding unappended events is rebuilt from the log instead
+        (they were never recorded)."""
+        if self._held:
+            await self._load(through=through)
+        else:
+            await self._catch_up(through)
 
     async def _advance(self) -> None:
         for _ in range(MAX_STEPS_PER_BATCH):
             state = self.state
             assert state is not None
             step = self._next(state)
+            if self._held and not isinstance(step, _RECORDS_FIRST):
+                try:
+                    await self._record([])
+                except _Stale as stale:
+                    if self._on_conflict is not None:
+                        self._on_conflict(self.subject)
+                    await self._recover(stale.actual)
+                continue
             if isinstance(step, Paused):
                 await self._report(step)
                 return
@@ -301,7 +348,7 @@ class InvocationActor:
             except _Stale as stale:
                 if self._on_conflict is not None:
                     self._on_conflict(self.subject)
-                await self._catch_up(stale.actual)
+                await self._recover(stale.actual)
             except asyncio.CancelledError:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():

@@ -72,8 +72,14 @@ class Effects:
         if isinstance(state.request, SubAgentDispatched):
             # The delegated row of the run's node results (Heym's `sub_agent_tool` rows) comes
             # first, so it is in the log before the orchestrator can go on and end the run.
-            await self._node_result(call, state, finished)
-            await self._to_parent(call, state, finished)
+            # Both are sent at once and their acks awaited together (one round trip on the
+            # path instead of two): the node result's task runs first and buffers its message
+            # before the other's, and the server stores one connection's messages in order.
+            # Should the first fail, the message is redelivered and both are repeated
+            # (idempotent).
+            await asyncio.gather(
+                self._node_result(call, state, finished), self._to_parent(call, state, finished)
+            )
         else:
             await self._node_result(call, state, finished)
 

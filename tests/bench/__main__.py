@@ -1,10 +1,12 @@
-"""`task bench`: run every benchmark, print one table, optionally write JSON (HEYM_BENCH_OUT)."""
+"""`task bench`: run every benchmark, print one table, the targets met or not, and a comparison
+with the previous run; optionally write JSON (HEYM_BENCH_OUT)."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
 import logging
+import os
 import sys
 
 from tests.bench import (
@@ -22,6 +24,7 @@ from tests.bench import (
     workflow_bench,
 )
 from tests.bench.harness import Figure, report, write_json
+from tests.bench.targets import comparison_report, load_previous, targets_report
 
 SUITES = {
     "eventlog": eventlog_bench.run,
@@ -42,6 +45,11 @@ OPTIONAL = {"peers": "tests.bench.peers_bench"}
 
 
 async def main(selected: list[str]) -> None:
+    # The previous run's figures (the file HEYM_BENCH_OUT names, before it is overwritten),
+    # or an explicit HEYM_BENCH_PREVIOUS.
+    previous = load_previous(
+        os.environ.get("HEYM_BENCH_PREVIOUS") or os.environ.get("HEYM_BENCH_OUT")
+    )
     figures: list[Figure] = []
     suites = dict(SUITES)
     for name in selected:
@@ -53,6 +61,9 @@ async def main(selected: list[str]) -> None:
         print(f"running {name} benchmarks ...", file=sys.stderr, flush=True)
         figures.extend(await suite())
     print(report(figures))
+    for section in (targets_report(figures), comparison_report(figures, previous)):
+        if section:
+            print("\n" + section)
     write_json(figures)
 
 

@@ -17,7 +17,7 @@ SUB_AGENTS = ["alpha", "beta", "gamma", "delta"]
 DELAY_S = 0.3
 
 
-def _script(iterations: int) -> Script:
+def agent_script(iterations: int) -> Script:
     return Script(
         rules=[
             Rule(
@@ -40,7 +40,7 @@ def _script(iterations: int) -> Script:
     )
 
 
-async def _setup(c: httpx.AsyncClient, server: ModelServer) -> str:
+async def add_credential(c: httpx.AsyncClient, server: ModelServer) -> str:
     r = await c.post(
         "/api/credentials",
         json={
@@ -116,12 +116,12 @@ async def loop_overhead(system: System, c: httpx.AsyncClient, cred: str, iterati
 async def run() -> list[Figure]:
     iterations = 20
     async with running_system() as system:
-        with ModelServer(_script(iterations)) as server:
+        with ModelServer(agent_script(iterations)) as server:
             _, key = await system.new_user()
             async with httpx.AsyncClient(
                 base_url=system.base_url, headers={"X-MCP-Key": key}, timeout=120
             ) as c:
-                cred = await _setup(c, server)
+                cred = await add_credential(c, server)
                 return [
                     await parallel_sub_agents(system, c, cred),
                     await loop_overhead(system, c, cred, iterations),

@@ -1,5 +1,6 @@
 """`task bench:peers`: the same workflow shapes on Heym, LangGraph (Postgres checkpointer,
-`durability="sync"`) and DBOS Transact, against the same Postgres, in one run, with ratios.
+`durability="sync"`) and DBOS Transact, against the same Postgres, in one run, with ratios;
+and the agent loop on Heym and LangGraph against the same scripted model server.
 
 The peers are an optional extra (`pip install -e .[peers]`), never a dependency of the services.
 """
@@ -16,6 +17,7 @@ from typing import Annotated, Any, TypedDict
 from libs.eventlog import EventLog
 from libs.testing.infra import connected
 from tests.bench.harness import Figure, latency, rate
+from tests.bench.peers_agent import agent_figures
 from tests.bench.workflow_bench import chain, fan_out, run_once, running_system
 
 RUNS = 20
@@ -184,7 +186,10 @@ async def run() -> list[Figure]:
         await asyncio.gather(*(one() for _ in range(200)))
         ours["ten"] = rate("Heym 10-node throughput", 200, time.perf_counter() - t, unit="runs/s")
         url = system.database_url
-        peers = {"LangGraph": await langgraph_figures(url), "DBOS": await dbos_figures(url)}
+        ours["agent"], lg_agent = await agent_figures(system)
+        lg = await langgraph_figures(url)
+        lg["agent"] = lg_agent
+        peers = {"LangGraph": lg, "DBOS": await dbos_figures(url)}
     figures = list(ours.values())
     for name, figs in peers.items():
         for key, fig in figs.items():

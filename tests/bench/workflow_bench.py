@@ -95,12 +95,16 @@ async def running_system() -> AsyncIterator[System]:
 async def run_once(
     log: EventLog, nodes: list[dict[str, Any]], edges: list[dict[str, Any]]
 ) -> float:
-    """Request a run through the event log and time it until RunCompleted is recorded."""
+    """Request a run through the event log and time it until RunCompleted is appended.
+
+    A core subscription watches the run (no consumer per run: thousands of short-lived
+    ordered consumers load the server and, at a few hundred runs/s, hit its consumer limit)."""
     run_id = uuid.uuid4().hex
     request = RunRequested(
         workflow_id="bench", nodes=nodes, edges=edges, inputs={"body": {"seed": 1}}
     )
-    async with log.tail(subjects.run_all(run_id)) as queue:
+    async with log.watch(subjects.run_all(run_id)) as watch:
+        queue = watch.queue
         t = time.perf_counter()
         await log.append(subjects.run_commands(run_id), [request], expected_sequence=0)
         while True:
@@ -166,9 +170,13 @@ async def throughput(log: EventLog, total: int, in_flight: int) -> Figure:
 
 
 async def run() -> list[Figure]:
+    from tests.bench.resources import MemoryProfile
+    from tests.bench.size_bench import run_sizes
+
     figures: list[Figure] = []
     async with running_system() as system, connected(system.nats_url) as nc, HttpTarget() as target:
         log = EventLog(nc)
+        memory = MemoryProfile(system)
         figures.append(
             await per_node(log, "engine overhead, 50-node chain of set nodes", chain("set", 49), 30)
         )
@@ -185,5 +193,19 @@ async def run() -> list[Figure]:
             )
         )
         figures.append(await rest_three_node(system, 200))
-        figures.append(await throughput(log, 500, 50))
+        # Idle after the warm-up above; two identical rounds of load show a leak per run.
+        memory.mark_idle()
+        rounds = []
+        for _ in range(2):
+            async with memory.under_load():
+                rounds.append(await throughput(log, 500, 50))
+            await memory.mark_after()
+        each = [round(f.value or 0) for f in rounds]
+        both = rounds[0]
+        both.value = sum(f.value or 0 for f in rounds) / len(rounds)
+        both.params["rounds_runs_per_s"] = each
+        both.params["cpu_ms_per_run"] = memory.cpu_ms_per_run(1000)
+        figures.append(both)
+        figures.extend(memory.figures("10-node throughput, 2 rounds of 500 runs", 500))
+        figures.extend(await run_sizes(system))
     return figures

@@ -19,6 +19,7 @@ from services.agent_runtime.tools.spec import ToolSpec
 
 Resolve = Callable[[str, str], Awaitable[ResolvedCredential | None]]
 Record = Callable[[list[Event]], Awaitable[None]]
+Hold = Callable[[list[Event]], None]
 
 
 class AgentFailed(Exception):
@@ -52,7 +53,18 @@ class StepContext:
     call: AgentCall
     record: Record
     services: Services
+    # Folds events now and appends them with the next `record` (see `record_soon`).
+    hold: Hold | None = None
     _credentials: dict[str, ResolvedCredential] = field(default_factory=dict)
+
+    async def record_soon(self, events: list[Event]) -> None:
+        """Record `events` in the same append as the next step's: for a step whose outcome
+        only the next step acts on (the actor flushes before any step that could act on it
+        outside the invocation). Saves an append on the invocation's path."""
+        if self.hold is None:
+            await self.record(events)
+        else:
+            self.hold(events)
 
     @property
     def data(self) -> dict[str, Any]:

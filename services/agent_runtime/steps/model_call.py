@@ -110,6 +110,11 @@ async def _record_reply(
             events.append(
                 ToolCallsDispatched(turn=step.turn, calls=plan.waiting, dispatched_at_ms=now)
             )
+    if not tool_calls:
+        # A final answer: only the step that ends the invocation acts on it, and it records
+        # first (the answer and the end are one append).
+        await ctx.record_soon(events)
+        return
     await ctx.record(events)
     await after_plan(ctx, plan)
 

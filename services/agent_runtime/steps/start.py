@@ -52,7 +52,9 @@ async def start(ctx: StepContext) -> None:
     reader = ctx.services.memory
     memory = await reader.prompt(call) if reader is not None else MemoryPrompt()
     messages = with_memory(messages, memory.blocks)
-    await ctx.record(
+    # Only the next step (a guardrail check or the first model call) acts on this: it goes
+    # into that step's append.
+    await ctx.record_soon(
         [
             AgentStarted(
                 invocation_id=call.invocation_id,

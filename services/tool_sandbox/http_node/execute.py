@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import codecs
+import functools
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import msgspec
 
-from libs.expressions import ExpressionContext, evaluate_off_loop, evaluate_single
+from libs.expressions import ExpressionContext, evaluate_single, evaluate_soon
 from services.tool_sandbox.http_node.curl import CurlError, CurlRequest
 from services.tool_sandbox.http_node.template import fill_curl
 
@@ -53,7 +54,9 @@ async def execute_http(
     """Execute an `http` node and return ``{status, headers, body, request}``.
 
     The ``curl`` field is parsed first and its `$` spans filled in as values afterwards,
-    each encoded for where it stands (see ``template``), exactly once, off the event loop.
+    each encoded for where it stands (see ``template``), exactly once: on the event loop
+    within an inline slice, else from the start on the evaluation pool (``evaluate_soon``;
+    a hop for every node cost more than the filling itself).
     ``Idempotency-Key`` and ``traceparent`` are added unless the cURL line
     sets them. A ``-m`` timeout bounds the whole exchange, else ``default_timeout_s``.
     A body larger than ``max_response_bytes`` (after decompression) fails the node; it is
@@ -61,7 +64,7 @@ async def execute_http(
     ``body_encoding: "base64"``. Expression errors
     from rendering propagate unchanged; request failures raise ``HttpNodeError``.
     """
-    request = await evaluate_off_loop(_parse, node_data, ctx)
+    request = await evaluate_soon(functools.partial(_parse, node_data, ctx))
     body = request.body
     headers = _outgoing_headers(request.headers, idempotency_key, traceparent)
     timeout_s = request.timeout_s if request.timeout_s is not None else default_timeout_s

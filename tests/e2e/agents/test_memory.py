@@ -294,9 +294,12 @@ async def consumed(system: System, durable: str, sequence: int) -> bool:
 
 
 async def waiting_on_credentials(conn: asyncpg.Connection[Any]) -> bool:
+    # A lock request on the table, not the waiting session's query text: a statement that is
+    # prepared for the first time on its pooled connection waits in parse analysis, and
+    # pg_stat_activity still shows that connection's previous query then.
     found = await conn.fetchval(
-        """SELECT count(*) FROM pg_stat_activity
-           WHERE wait_event_type = 'Lock' AND query ILIKE '%FROM credentials%'"""
+        """SELECT count(*) FROM pg_locks
+           WHERE NOT granted AND locktype = 'relation' AND relation = 'credentials'::regclass"""
     )
     return bool(found)
 

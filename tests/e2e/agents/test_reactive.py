@@ -361,3 +361,35 @@ async def _waiting_on_grandchild(system: System, run_id: str) -> bool:
     ]
     assert answered, "quick has not answered yet"
     return True
+
+
+async def test_an_answer_at_once_is_one_append_after_the_request(
+    system: System, model: ModelServer
+) -> None:
+    """The start (prompt, tools) and the model's answer are acted on only by the next step,
+    so they go into the append of the step that ends the invocation: one append, not three,
+    on the path of every agent that answers without tools."""
+    _, key = await system.new_user()
+    async with system.client(key) as c:
+        cred = await model_credential(c, model)
+        model.script = Script(rules=[Rule(name="answer", reply=Reply(text="at once"))])
+        wid = await create(
+            c, [n("in", "textInput", "req"), agent("a", "quick", cred)], [e("in", "a")]
+        )
+        r = await c.post(
+            f"/api/workflows/{wid}/execute",
+            json={"text": "hi"},
+            headers={"X-Simple-Response": "false"},
+        )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["outputs"]["quick"]["text"] == "at once"
+    events = await system.events(body["execution_history_id"])
+    agent_messages: dict[int, list[str]] = {}
+    for env in events:
+        if env.subject.startswith("heym.agent."):
+            agent_messages.setdefault(env.sequence, []).append(type(env.event).__name__)
+    assert list(agent_messages.values()) == [
+        ["AgentRequested"],
+        ["AgentStarted", "LlmCallRecorded", "AgentFinished"],
+    ]

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from contracts.agents import ToolCallRecorded
+from contracts.nodes import NodeCompleted
 from libs.testing.model_server import Match, ModelServer, Reply, Rule, Script, ToolCall
 from tests.e2e.agents.helpers import agent, create, e, model_credential, n
 from tests.e2e.system import System
@@ -107,6 +109,18 @@ async def test_paris_orchestrator_runs_sub_agents_concurrently(
         r for r in body["node_results"] if r["metadata"].get("invocation") == "sub_agent_tool"
     ]
     assert sorted(r["node_label"] for r in delegated) == ["distanceAgent", "foodAgent"]
+    # Each sub-agent's node result is in the log before its answer reaches the orchestrator
+    # (the two are sent together, in this order).
+    events = await system.events(body["execution_history_id"])
+    node_seq = {
+        env.event.invocation_id: env.sequence
+        for env in events
+        if isinstance(env.event, NodeCompleted) and env.subject.split(".")[3] == "node"
+    }
+    answers = [env for env in events if isinstance(env.event, ToolCallRecorded)]
+    assert len(answers) == 2
+    for env in answers:
+        assert node_seq[env.event.extra["invocation_id"]] < env.sequence
 
 
 async def test_agent_progress_streams_over_sse(system: System, paris_model: ModelServer) -> None:

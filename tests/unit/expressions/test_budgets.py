@@ -144,6 +144,14 @@ class TestInlineSlice:
         with pytest.raises(NeedsThread), inline_slice(InlineSlice(steps=100)):
             render_template("a $range(0, 5000).map('item').length b", ctx)
 
+    def test_cpu_time_bounds_the_slice_whatever_the_steps(self, ctx: ExpressionContext) -> None:
+        # The thread clock is first read at the first check, then every few hundred steps:
+        # work that stays under the step bound still leaves the loop once its CPU is spent.
+        many_steps = InlineSlice(steps=10**9, cpu_seconds=0.002, built=10**9)
+        with pytest.raises(NeedsThread), inline_slice(many_steps):
+            evaluate_single("$range(0, 50000).map('item + 1').length", ctx)
+        assert many_steps.steps > 0  # not the step bound
+
 
 class TestResultSizes:
     @pytest.mark.timeout(20)
