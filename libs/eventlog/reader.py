@@ -48,9 +48,12 @@ async def read_bounded(
             return
         headers = msg.headers or {}
         if not msg.data and headers.get(_STATUS) == "100":
-            # Flow-control request (has a reply) or idle heartbeat (no reply).
+            # Flow-control request (has a reply) or idle heartbeat (no reply; it names the
+            # flow-control subject still owed when one was lost on the way).
             if msg.reply:
                 await nc.publish(msg.reply)
+            elif stalled := headers.get("Nats-Consumer-Stalled"):
+                await nc.publish(stalled)
             return
         try:
             meta = msg.metadata

@@ -41,6 +41,12 @@ def check_version(found: tuple[int, int, int]) -> None:
         )
 
 
+# Every read of the log is a short-lived consumer (`reader.py`), so a busy deployment has
+# hundreds at once; nats-server 2.15 caps a stream at 1,000 unless the stream says otherwise
+# (and treats -1 as "the default"): the scale-out benchmark reached it at 200 runs/s.
+MAX_CONSUMERS = 100_000
+
+
 def run_stream_config(
     *, max_message_bytes: int, duplicate_window_s: float, replicas: int
 ) -> StreamConfig:
@@ -56,6 +62,7 @@ def run_stream_config(
         num_replicas=replicas,
         allow_direct=True,
         allow_msg_schedules=True,
+        max_consumers=MAX_CONSUMERS,
     )
 
 
@@ -84,6 +91,7 @@ async def provision_run_stream(
             info.config.max_msg_size != cfg.max_msg_size
             or info.config.duplicate_window != cfg.duplicate_window
             or not info.config.allow_msg_schedules
+            or info.config.max_consumers != cfg.max_consumers
             or sorted(info.config.subjects or []) != sorted(cfg.subjects or [])
         ):
             info = await js.update_stream(cfg)

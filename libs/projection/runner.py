@@ -9,7 +9,9 @@ replays what it lacks; deliveries a crashed predecessor left unacknowledged are 
 
 One runner per projector name is active at a time (a Postgres advisory lock); others stand by.
 Ordering: one push subscription delivers in stream order; after a failed batch the consumer is
-rebuilt from the stored position, so nothing newer is applied before it.
+rebuilt from the stored position, so nothing newer is applied before it. Likewise after a gap in
+the consumer's delivery sequence (deliveries lost while a NATS node died): applying what came
+after it would make the late redelivery look already applied (found by the chaos suite).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ log = logging.getLogger(__name__)
 # operator intervention, system errors. Anything else is about the data and will fail again.
 _TRANSIENT_CLASSES = frozenset({"08", "40", "53", "57", "58"})
 _REJECT_BODY_BYTES = 65536
+HEARTBEAT_S = 5.0
+# No message and no heartbeat for this long: the consumer is gone (or its flow is stuck).
+SILENT_S = 3 * HEARTBEAT_S
 
 
 def _transient(exc: BaseException) -> bool:
@@ -78,11 +83,33 @@ class _Feed:
         self._nc = nc
         self.buffer: list[Msg] = []
         self.arrived = asyncio.Event()
+        # Every delivery of the (freshly created) consumer has the next consumer sequence; a
+        # jump means deliveries were lost on the way (a NATS node died, the client moved to
+        # another): their redelivery would come after later messages were applied and be
+        # skipped as "at or below the position", so the runner rebuilds from the position.
+        self.next_delivery = 1
+        # When anything (a message or a heartbeat) last came: a consumer that says nothing for
+        # several heartbeats is gone or stalled, and is rebuilt.
+        self.heard_at = asyncio.get_running_loop().time()
+
+    def contiguous(self, msgs: list[Msg]) -> int:
+        """How many of `msgs` (from the front) follow each other without a lost delivery."""
+        for i, msg in enumerate(msgs):
+            if msg.metadata.sequence.consumer != self.next_delivery:
+                return i
+            self.next_delivery += 1
+        return len(msgs)
 
     async def on_msg(self, msg: Msg) -> None:
-        if not msg.data and (msg.headers or {}).get("Status") == "100":
+        self.heard_at = asyncio.get_running_loop().time()
+        headers = msg.headers or {}
+        if not msg.data and headers.get("Status") == "100":
             if msg.reply:  # flow control asks for a reply; idle heartbeats do not
                 await self._nc.publish(msg.reply)
+            elif stalled := headers.get("Nats-Consumer-Stalled"):
+                # A flow-control request was lost (its client moved to another node while one
+                # died): the server waits for the answer and says so in each heartbeat.
+                await self._nc.publish(stalled)
             return
         self.buffer.append(msg)
         self.arrived.set()
@@ -108,6 +135,7 @@ class ProjectionRunner:
         event_log: EventLog | None = None,
         batch: int = 512,
         idle_wait: float = 0.5,
+        silent_s: float = SILENT_S,
     ) -> None:
         self._nc = nc
         self._js = nc.jetstream()
@@ -116,6 +144,7 @@ class ProjectionRunner:
         self._log = event_log or EventLog(nc)
         self._batch = batch
         self._idle_wait = idle_wait
+        self._silent_s = silent_s
         self._stopping = asyncio.Event()
         self.position = 0
         self.applied_messages = 0
@@ -169,7 +198,7 @@ class ProjectionRunner:
                 max_ack_pending=self._batch * 8,
                 ack_wait=60.0,
                 flow_control=True,
-                idle_heartbeat=5.0,
+                idle_heartbeat=HEARTBEAT_S,
             ),
         )
 
@@ -198,14 +227,34 @@ class ProjectionRunner:
                     await sub.unsubscribe()
 
     async def _drain(self, feed: _Feed) -> None:
+        loop = asyncio.get_running_loop()
         while not self._stopping.is_set():
             if not feed.buffer:
+                if loop.time() - feed.heard_at > self._silent_s:
+                    log.warning(
+                        "projector %s: its consumer has been silent for %.0f s; rebuilding",
+                        self.name,
+                        self._silent_s,
+                    )
+                    raise _BatchFailed
                 feed.arrived.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(feed.arrived.wait(), self._idle_wait)
                 continue
             msgs = feed.buffer[: self._batch]
             del feed.buffer[: len(msgs)]
+            kept = feed.contiguous(msgs)
+            if kept < len(msgs):
+                log.warning(
+                    "projector %s: deliveries lost before stream sequence %d; rebuilding from "
+                    "its position",
+                    self.name,
+                    msgs[kept].metadata.sequence.stream,
+                )
+                if kept:
+                    await self._apply_batch(msgs[:kept])
+                    await msgs[kept - 1].ack()
+                raise _BatchFailed
             try:
                 await self._apply_batch(msgs)
             except Exception as exc:

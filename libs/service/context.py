@@ -10,10 +10,13 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
 import asyncpg
 import msgspec
+import nats.errors
+import nats.js.errors
 from faststream.nats import NatsBroker
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -24,10 +27,40 @@ from libs import telemetry
 from libs.config import Settings
 from libs.db import apply_migrations, create_pool
 from libs.eventlog import EventLog, provision_run_stream
-from libs.service.work import WorkConsumer
+from libs.service.conflicts import ConflictCounter
+from libs.service.membership import Membership
+from libs.service.partitioned import PartitionedConsumer
+from libs.service.work import Handler, Poisoned, WorkConsumer
 
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
+
+
+async def patiently(
+    what: str, step: Callable[[], Awaitable[None]], patience_s: float = 60.0
+) -> None:
+    """Run an idempotent JetStream set-up step again while it times out: a cluster that is
+    electing leaders, or a loaded one, answers late (the service must start all the same)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + patience_s
+    while True:
+        try:
+            await step()
+            return
+        except (nats.errors.TimeoutError, nats.js.errors.ServiceUnavailableError) as exc:
+            if loop.time() > deadline:
+                raise
+            log.warning("%s: %r; trying again", what, exc)
+            await asyncio.sleep(1.0)
+
+
+class Consumer(Protocol):
+    durable: str
+    backoff_s: float
+
+    async def start(self, event_log: EventLog) -> None: ...
+
+    async def stop(self, grace: float = 10.0) -> None: ...
 
 
 class ServiceContext:
@@ -42,7 +75,7 @@ class ServiceContext:
         self.state: str = "starting"
         self.details: dict[str, str] = {}
         self.broker = NatsBroker(
-            settings.require_nats(),
+            list(settings.require_nats()),
             name=self.instance,
             max_reconnect_attempts=-1,
             reconnect_time_wait=1,
@@ -54,7 +87,9 @@ class ServiceContext:
         self._log: EventLog | None = None
         self._pool: asyncpg.Pool[Any] | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
-        self._consumers: list[WorkConsumer] = []
+        self._consumers: list[Consumer] = []
+        self._membership: Membership | None = None
+        self.conflicts = ConflictCounter(self.details)
         self._responders: list[tuple[str, Callable[[Msg], Awaitable[None]]]] = []
         self._broadcasts: list[tuple[str, Callable[[Msg], Awaitable[None]]]] = []
         self.broker.subscriber(subjects.health(service), include_in_schema=False)(self._health)
@@ -92,11 +127,14 @@ class ServiceContext:
         """Connect, provision the stream and migrate (both idempotent), before subscribers start."""
         telemetry.configure(self.settings, service=self.service, instance=self.instance)
         await self.broker.connect()
-        await provision_run_stream(
-            self.nc,
-            max_message_bytes=self.settings.max_message_bytes,
-            duplicate_window_s=self.settings.duplicate_window_s,
-            replicas=self.settings.stream_replicas,
+        await patiently(
+            "provisioning the run stream",
+            lambda: provision_run_stream(
+                self.nc,
+                max_message_bytes=self.settings.max_message_bytes,
+                duplicate_window_s=self.settings.duplicate_window_s,
+                replicas=self.settings.stream_replicas,
+            ),
         )
         self._log = EventLog(self.nc, max_message_bytes=self.settings.max_message_bytes)
         if self.needs_database:
@@ -112,14 +150,54 @@ class ServiceContext:
         """A core subscription every replica receives (no queue group), started with the rest."""
         self._broadcasts.append((subject, handler))
 
-    def add_consumer(self, consumer: WorkConsumer) -> None:
+    def add_consumer(self, consumer: WorkConsumer | PartitionedConsumer) -> None:
         """Start `consumer` once the context is open; stop it first when the service stops."""
         consumer.backoff_s = self.settings.redelivery_backoff_s
         self._consumers.append(consumer)
 
+    def add_partitioned(
+        self,
+        *,
+        purpose: str,
+        subject: str,
+        handle: Handler,
+        max_deliver: int = 5,
+        max_ack_pending: int = 50_000,
+        on_poison: Poisoned | None = None,
+    ) -> PartitionedConsumer:
+        """A run-partitioned consumer (`libs/service/partitioned.py`): each key (the run or
+        conversation in `subject`'s `*`) is handled by one replica of this service at a time."""
+        if self._membership is None:
+            self._membership = Membership(self.service, self.instance)
+        consumer = PartitionedConsumer(
+            service=self.service,
+            purpose=purpose,
+            subject=subject,
+            handle=handle,
+            membership=self._membership,
+            partitions=self.settings.partitions,
+            replicas=self.settings.stream_replicas,
+            max_deliver=max_deliver,
+            ack_wait_s=self.settings.partition_ack_wait_s,
+            max_ack_pending=max_ack_pending,
+            pin_ttl_s=max(2.0, self.settings.partition_ack_wait_s / 2),
+            on_poison=on_poison,
+        )
+
+        def held(partitions: list[int]) -> None:
+            key = f"partitions_{purpose}"
+            if partitions:
+                self.details[key] = f"{purpose} partitions {','.join(map(str, partitions))}"
+            else:
+                self.details.pop(key, None)
+
+        consumer.on_held_changed = held
+        self.add_consumer(consumer)
+        return consumer
+
     async def start_consumers(self) -> None:
         for consumer in self._consumers:
-            await consumer.start(self.event_log)
+            await patiently(f"starting {consumer.durable}", partial(consumer.start, self.event_log))
         for subject, handler in self._responders:
             await self.nc.subscribe(subject, queue=f"{self.service}-responders", cb=handler)
         for subject, handler in self._broadcasts:
@@ -144,6 +222,10 @@ class ServiceContext:
 
     async def close(self) -> None:
         self.state = "stopping"
+        if self._membership is not None:
+            # Leave first: the other replicas start pulling this one's partitions while it
+            # finishes what it holds.
+            await self._membership.stop()
         for consumer in self._consumers:
             await consumer.stop(self.settings.shutdown_grace_s)
         for closer in reversed(self._closers):

@@ -25,6 +25,7 @@ from contracts.base import Envelope
 from contracts.catalog import BatchDecodeError
 from contracts.subjects import RUN_STREAM
 from libs.eventlog import EventLog
+from libs.service.outage import OUTAGE_BUDGET_S, is_outage
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,7 @@ class WorkConsumer:
                 await msg.term()
             return
         try:
-            await self._handle(envelopes, msg)
+            await through_outages(lambda: self._handle(envelopes, msg), msg, self.durable)
         except Exception as exc:
             delivered = msg.metadata.num_delivered
             log.exception(
@@ -162,6 +163,29 @@ class WorkConsumer:
             log.exception(
                 "%s could not record the failure of a message on %s", self.durable, subject
             )
+
+
+async def through_outages(call: Callable[[], Awaitable[None]], msg: Msg | None, who: str) -> None:
+    """`call()`, tried again in place while it fails because NATS or Postgres is away (up to
+    `OUTAGE_BUDGET_S`, the message kept in progress): an outage longer than the redelivery
+    back-off must not use up the message's deliveries and get it dropped as poison (a review
+    request was lost so while a cluster elected a new stream leader)."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    pause = 0.5
+    while True:
+        try:
+            await call()
+            return
+        except Exception as exc:
+            if not is_outage(exc) or loop.time() - began + pause > OUTAGE_BUDGET_S:
+                raise
+            log.warning("%s: %r (an outage); trying again in %.1f s", who, exc, pause)
+        if msg is not None:
+            with contextlib.suppress(Exception):
+                await msg.in_progress()
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 5.0)
 
 
 def _seq(raw: Msg) -> str:

@@ -2,7 +2,10 @@
 
 Paths: `/echo` (the request back as JSON), `/delay/<ms>`, `/count/<name>` (how many times it
 was called), `/hang-first/<name>` (the first call never answers, later ones do),
-`/gate/<name>` (answers once the test calls `open_gate(name)`).
+`/gate/<name>` (answers once the test calls `open_gate(name)`), `/idem/<name>` (an idempotent
+side effect, as payment APIs do it: a request with an `Idempotency-Key` it has seen gets the
+first answer again; `side_effects[name]` counts the distinct keys, so a node executed again
+after a crash counts once and a real duplicate counts twice).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from urllib.parse import urlsplit
 class HttpTarget:
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
+        self.side_effects: dict[str, dict[str, int]] = {}
         self.requests: list[dict[str, Any]] = []
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -113,6 +117,11 @@ class HttpTarget:
         if parts[:1] == ["delay"]:
             await asyncio.sleep(int(name) / 1000)
             return 200, {"delayed_ms": int(name)}
+        if parts[:1] == ["idem"]:
+            key = request["headers"].get("idempotency-key", "")
+            seen = self.side_effects.setdefault(name, {})
+            seen.setdefault(key, len(seen) + 1)
+            return 200, {"name": name, "count": seen[key]}
         if parts[:1] == ["count"]:
             return 200, {"name": name, "count": self.counts[path]}
         if parts[:1] == ["hang-first"] and self.counts[path] == 1:

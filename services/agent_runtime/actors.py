@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import OrderedDict
@@ -29,7 +30,7 @@ from contracts import subjects
 from contracts.agents import AgentCancelRequested
 from contracts.base import Envelope, Event
 from libs.eventlog import ConcurrencyConflict, EventLog
-from libs.service.work import redelivery_delay
+from libs.service.work import redelivery_delay, through_outages
 from services.agent_runtime import tracing
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import (
@@ -73,7 +74,12 @@ _RECORDS_FIRST = (CallModel, Classify, Finish, Fail, Cancel, GraceLimit)
 
 
 class _Stale(Exception):
-    """Someone appended to the invocation since the state was folded: catch up, decide again."""
+    """Someone appended to the invocation since the state was folded: catch up (at least to
+    `actual`, the last sequence the conflict reported), decide again."""
+
+    def __init__(self, actual: int) -> None:
+        super().__init__(actual)
+        self.actual = actual
 
 
 def _ms(env: Envelope) -> int:
@@ -92,7 +98,9 @@ class InvocationActor:
         model_attempts: int,
         on_idle: Callable[[InvocationActor], None],
         backoff_s: float = 1.0,
+        on_conflict: Callable[[str], None] | None = None,
     ) -> None:
+        self._on_conflict = on_conflict
         self.run_id = run_id
         self.invocation_id = invocation_id
         self.subject = subjects.agent(run_id, invocation_id)
@@ -131,7 +139,9 @@ class InvocationActor:
                 msgs = [m for _, m in batch if m is not None]
                 try:
                     async with _kept_alive(msgs):
-                        await self._handle(batch)
+                        await through_outages(
+                            functools.partial(self._afresh, batch), None, self.subject
+                        )
                 except Exception as exc:
                     await self._failed(batch, msgs, exc)
                     continue
@@ -173,9 +183,20 @@ class InvocationActor:
         await fail_with(ctx, error, retryable=False)
 
     # -- handling ------------------------------------------------------------------------------
+    async def _afresh(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
+        """Handle a batch; a failure drops the folded state (rebuilt by replay next time)."""
+        try:
+            await self._handle(batch)
+        except Exception:
+            self.state, self._ctx = None, None
+            raise
+
     async def _handle(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
         if self.state is None:
-            await self._load()
+            # The read must reach the delivered messages: on a NATS cluster it may be served
+            # by a lagging replica, and deciding on that view would drop what they carry.
+            mine = [e.sequence for envs, _ in batch for e in envs if e.subject == self.subject]
+            await self._load(through=max(mine, default=0))
             await self._resume()
         else:
             for envelopes, _ in batch:
@@ -191,17 +212,17 @@ class InvocationActor:
         for env in envelopes:
             evolve(state, env.event, env.sequence, at_ms=_ms(env), traceparent=env.traceparent)
 
-    async def _load(self) -> None:
+    async def _load(self, through: int = 0) -> None:
         self._held = []
         state = AgentState()
-        for env in await self._log.read(self.subject):
+        for env in await self._log.read(self.subject, through=through):
             evolve(state, env.event, env.sequence, at_ms=_ms(env), traceparent=env.traceparent)
         self.state = state
         self._ctx = None
 
-    async def _catch_up(self) -> None:
+    async def _catch_up(self, through: int = 0) -> None:
         assert self.state is not None
-        for env in await self._log.read(self.subject, after=self.state.last_seq):
+        for env in await self._log.read(self.subject, after=self.state.last_seq, through=through):
             self._fold([env])
 
     async def _resume(self) -> None:
@@ -285,21 +306,22 @@ class InvocationActor:
                 correlation_id=ctx.call.correlation_id,
                 traceparent=ctx.call.traceparent,
             )
-        except ConcurrencyConflict:
-            raise _Stale from None
+        except ConcurrencyConflict as conflict:
+            raise _Stale(conflict.actual or 0) from None
         self._held = []
         for event in events:
             evolve(state, event, appended.sequence)
         state.last_seq = max(state.last_seq, appended.sequence)
         tracing.recorded(ctx.call, state, batch, at_ms=int(time.time() * 1000))
 
-    async def _recover(self) -> None:
-        """After a conflict: fold what was missed; a state holding unappended events is
-        rebuilt from the log instead (they were never recorded)."""
+    async def _recover(self, through: int = 0) -> None:
+        """After a conflict: fold what was missed (at least up to `through`, the sequence the
+        conflict reported); a state holding unappended events is rebuilt from the log instead
+        (they were never recorded)."""
         if self._held:
-            await self._load()
+            await self._load(through=through)
         else:
-            await self._catch_up()
+            await self._catch_up(through)
 
     async def _advance(self) -> None:
         for _ in range(MAX_STEPS_PER_BATCH):
@@ -309,8 +331,10 @@ class InvocationActor:
             if self._held and not isinstance(step, _RECORDS_FIRST):
                 try:
                     await self._record([])
-                except _Stale:
-                    await self._recover()
+                except _Stale as stale:
+                    if self._on_conflict is not None:
+                        self._on_conflict(self.subject)
+                    await self._recover(stale.actual)
                 continue
             if isinstance(step, Paused):
                 await self._report(step)
@@ -321,8 +345,10 @@ class InvocationActor:
             self._step = asyncio.create_task(perform(ctx, step))
             try:
                 await self._step
-            except _Stale:
-                await self._recover()
+            except _Stale as stale:
+                if self._on_conflict is not None:
+                    self._on_conflict(self.subject)
+                await self._recover(stale.actual)
             except asyncio.CancelledError:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
@@ -370,7 +396,9 @@ class InvocationRegistry:
         max_deliver: int,
         model_attempts: int,
         backoff_s: float = 1.0,
+        on_conflict: Callable[[str], None] | None = None,
     ) -> None:
+        self._on_conflict = on_conflict
         self._backoff_s = backoff_s
         self._log = event_log
         self._services = services
@@ -403,6 +431,7 @@ class InvocationRegistry:
                 model_attempts=self._model_attempts,
                 on_idle=self._idle,
                 backoff_s=self._backoff_s,
+                on_conflict=self._on_conflict,
             )
             self._actors[key] = actor
         self._actors.move_to_end(key)

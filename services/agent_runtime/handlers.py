@@ -5,7 +5,8 @@
   aggregate (`agent.requested` on `heym.agent.<run>.<invocation>`) and acknowledges.
 - `agent_runtime-agents` on `heym.agent.>`: every event of every agent invocation (its
   request, a child's result, a cancel, a nudge, and its own steps coming back) goes to the
-  invocation's actor, which decides and performs the next steps (`actors.py`).
+  invocation's actor, which decides and performs the next steps (`actors.py`). Partitioned
+  by run (`libs/service/partitioned.py`): a run's invocations are on one replica at a time.
 - `agent_runtime-extraction` on `heym.work.*.agent_runtime.*`: memory extraction work items
   (`memory/consumer.py`).
 """
@@ -100,6 +101,7 @@ def register(ctx: ServiceContext) -> None:
                 max_deliver=MAX_DELIVER,
                 model_attempts=ctx.settings.model_retries + 1,
                 backoff_s=ctx.settings.redelivery_backoff_s,
+                on_conflict=lambda subject: ctx.conflicts.record("agent", subject),
             )
         return registry
 
@@ -148,17 +150,11 @@ def register(ctx: ServiceContext) -> None:
             on_poison=dispatch_poisoned,
         )
     )
-    ctx.add_consumer(
-        WorkConsumer(
-            service=ctx.service,
-            purpose="agents",
-            subject=subjects.ALL_AGENT_EVENTS,
-            handle=on_agent_event,
-            manual_ack=True,
-            ack_wait_s=ACK_WAIT_S,
-            max_deliver=MAX_DELIVER,
-            max_ack_pending=50_000,
-            on_poison=agent_event_poisoned,
-        )
+    ctx.add_partitioned(
+        purpose="agents",
+        subject=subjects.AGENT_KEYED,
+        handle=on_agent_event,
+        max_deliver=MAX_DELIVER,
+        on_poison=agent_event_poisoned,
     )
     memory_consumer.register(ctx, models, resolve)

@@ -138,6 +138,7 @@ async def wait_for_outcome(
     """
     outcome = RunOutcome(run_id=run_id)
     deadline = time.monotonic() + timeout
+    seen = 0  # the last sequence seen: the results' replay must reach it (a lagging replica)
     while outcome.completed is None and outcome.early is None and outcome.paused is None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -145,14 +146,18 @@ async def wait_for_outcome(
         try:
             env = await asyncio.wait_for(queue.get(), min(remaining, 5.0))
         except TimeoutError:
-            _take(outcome, await event_log.replay(run_id), early_return=early_return)
+            envelopes = await event_log.replay(run_id)
+            seen = max([seen, *(e.sequence for e in envelopes)])
+            _take(outcome, envelopes, early_return=early_return)
             continue
+        seen = max(seen, env.sequence)
         _take(outcome, [env], early_return=early_return)
     if with_results and (
         outcome.completed is not None or outcome.early is not None or outcome.paused is not None
     ):
         outcome.node_results, outcome.children = [], []
-        _take(outcome, await event_log.replay(run_id), early_return=early_return, results=True)
+        envelopes = await event_log.replay(run_id, through=seen)
+        _take(outcome, envelopes, early_return=early_return, results=True)
     return outcome
 
 

@@ -26,7 +26,7 @@ from contracts.subjects import NO_SERVICE
 from libs import telemetry
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import evaluate_soon
-from libs.service.work import redelivery_delay
+from libs.service.work import redelivery_delay, through_outages
 from services.scheduler import tracing
 from services.scheduler.domain import RunState, decide, evolve
 from services.scheduler.domain.decide import DEFAULT_MAX_EVENT_BYTES, Decision
@@ -42,6 +42,14 @@ CredentialLoader = Callable[[RunRequested], Awaitable[dict[str, str]]]
 
 async def no_credentials(_request: RunRequested) -> dict[str, str]:
     return {}
+
+
+# Told the run id of each decision refused by a concurrent append (counted by the service).
+OnConflict = Callable[[str], None]
+
+
+def ignore_conflict(_run_id: str) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -72,8 +80,10 @@ class RunActor:
         limits: Limits,
         on_idle: Callable[[RunActor], None],
         credentials: CredentialLoader = no_credentials,
+        on_conflict: OnConflict = ignore_conflict,
     ) -> None:
         self.run_id = run_id
+        self._on_conflict = on_conflict
         self._credentials = credentials
         self._log = event_log
         self._effects = effects
@@ -97,7 +107,10 @@ class RunActor:
             while self._queue:
                 batch, self._queue = self._queue, []
                 try:
-                    await self._handle(batch)
+                    # Held messages are kept in progress by the partitioned consumer.
+                    await through_outages(
+                        functools.partial(self._afresh, batch), None, f"run {self.run_id}"
+                    )
                 except Exception as exc:
                     await self._failed(batch, exc)
                     continue
@@ -125,7 +138,9 @@ class RunActor:
             # Re-queueing is bounded: a message that fails on every delivery ends its run with
             # a recorded error instead of leaving it "running" for ever.
             with contextlib.suppress(Exception):
-                await self.abort(f"the scheduler could not go on with this run: {exc!r}")
+                await self.abort(
+                    f"the scheduler could not go on with this run: {exc!r}", through=_last(batch)
+                )
         for msg in msgs:
             with contextlib.suppress(Exception):
                 if last_try:
@@ -134,9 +149,9 @@ class RunActor:
                     delay = redelivery_delay(msg.metadata.num_delivered, self._limits.backoff_s)
                     await msg.nak(delay=delay)
 
-    async def abort(self, error: str) -> None:
+    async def abort(self, error: str, *, through: int = 0) -> None:
         """End the run with `error`, bypassing `decide` (which may be what keeps failing)."""
-        envelopes = await self._log.replay(self.run_id)
+        envelopes = await self._log.replay(self.run_id, through=through)
         if not any(isinstance(e.event, RunRequested) for e in envelopes) or any(
             isinstance(e.event, RunCompleted) for e in envelopes
         ):
@@ -149,11 +164,19 @@ class RunActor:
         )
         self.state = None
         with contextlib.suppress(Exception):  # the state may be what cannot be built
-            await self._replay()
+            await self._replay(appended.sequence)
             if self.state is not None:
                 if not appended.duplicate:
                     tracing.ended(self.state, done)
                 await self._effects.run_completed(self.state, done)
+
+    async def _afresh(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
+        """Handle a batch; a failure drops the folded state (rebuilt by replay next time)."""
+        try:
+            await self._handle(batch)
+        except Exception:
+            self.state = None
+            raise
 
     async def _handle(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
         if self.state is None:
@@ -189,12 +212,14 @@ class RunActor:
             for envelopes, _ in batch:
                 self._fold(envelopes)
             return
-        await self._replay()
+        # The replay must reach the delivered messages: on a NATS cluster it may be served by
+        # a lagging replica, and a decision on that view would drop what they carry.
+        await self._replay(_last(batch))
         if self.state is not None:
             await self._effects.resume(self.state)
 
-    async def _replay(self) -> None:
-        envelopes = await self._log.replay(self.run_id)
+    async def _replay(self, through: int = 0) -> None:
+        envelopes = await self._log.replay(self.run_id, through=through)
         request = next((e for e in envelopes if isinstance(e.event, RunRequested)), None)
         if request is None:
             log.warning("run %s has events but no RunRequested; ignoring it", self.run_id)
@@ -208,10 +233,10 @@ class RunActor:
                 evolve(state, env.event, env.sequence)
         self.state = state
 
-    async def _catch_up(self) -> None:
+    async def _catch_up(self, through: int = 0) -> None:
         state = self.state
         assert state is not None
-        for env in await self._log.replay(self.run_id, after=state.last_seq):
+        for env in await self._log.replay(self.run_id, after=state.last_seq, through=through):
             evolve(state, env.event, env.sequence)
 
     async def _decide(self) -> None:
@@ -229,11 +254,13 @@ class RunActor:
             try:
                 for target, events in decision.batches:
                     expected = await self._append(target, events, expected)
-            except ConcurrencyConflict:
+            except ConcurrencyConflict as conflict:
                 # Someone else wrote to the run (a result, a timer, another replica): fold
-                # what we missed, then decide again. Part of a split decision may have landed;
-                # the catch-up folds it like any other event.
-                await self._catch_up()
+                # what we missed (at least up to the sequence the conflict reported), then
+                # decide again. Part of a split decision may have landed; the catch-up folds
+                # it like any other event.
+                self._on_conflict(self.run_id)
+                await self._catch_up(conflict.actual or 0)
                 continue
             work.last_seq = expected
             self.state = work
@@ -277,11 +304,13 @@ class RunRegistry:
         effects: Effects,
         limits: Limits,
         credentials: CredentialLoader = no_credentials,
+        on_conflict: OnConflict = ignore_conflict,
     ) -> None:
         self._log = event_log
         self._effects = effects
         self._limits = limits
         self._credentials = credentials
+        self._on_conflict = on_conflict
         self._actors: dict[str, RunActor] = {}
 
     def __len__(self) -> int:
@@ -302,6 +331,7 @@ class RunRegistry:
                 limits=self._limits,
                 on_idle=self._idle,
                 credentials=self._credentials,
+                on_conflict=self._on_conflict,
             )
             self._actors[run_id] = actor
         actor.enqueue(envelopes, msg)
@@ -313,7 +343,13 @@ class RunRegistry:
             return
         if actor is None:
             actor = RunActor(
-                run_id, self._log, self._effects, limits=self._limits, on_idle=self._idle
+                run_id,
+                self._log,
+                self._effects,
+                limits=self._limits,
+                on_idle=self._idle,
+                credentials=self._credentials,
+                on_conflict=self._on_conflict,
             )
             self._actors[run_id] = actor
         actor.state = None  # a full reload repeats the effects the run may still owe
@@ -331,3 +367,8 @@ class RunRegistry:
         finished = actor.state is None or actor.state.completed is not None
         if finished and self._actors.get(actor.run_id) is actor:
             del self._actors[actor.run_id]
+
+
+def _last(batch: list[tuple[list[Envelope], Msg | None]]) -> int:
+    """The highest stream sequence among a batch's delivered events (0 if none)."""
+    return max((env.sequence for envelopes, _ in batch for env in envelopes), default=0)

@@ -1,7 +1,9 @@
-"""The scheduler's NATS edge: one durable consumer over every run event, in stream order.
+"""The scheduler's NATS edge: a run-partitioned consumer over every run event, in stream order.
 
-The handler only routes each message to its run's actor (acked by the actor once handled),
-so the consumer's order is kept per run while different runs are decided concurrently.
+`scheduler-runs` is partitioned by run (`libs/service/partitioned.py`): each run's events go
+to one scheduler replica at a time. The handler only routes each message to its run's actor
+(acked by the actor once handled), so the order is kept per run while different runs are
+decided concurrently.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ def register(ctx: ServiceContext) -> Callable[[], RunRegistry]:
                 Effects(ctx.nc, ctx.event_log),
                 limits,
                 _credential_loader(ctx),
+                on_conflict=lambda run_id: ctx.conflicts.record("run", run_id),
             )
         return registry
 
@@ -83,18 +86,12 @@ def register(ctx: ServiceContext) -> Callable[[], RunRegistry]:
             return
         await get_registry().abort(run_id, f"an unreadable message was recorded for it: {why}")
 
-    ctx.add_consumer(
-        WorkConsumer(
-            service=ctx.service,
-            purpose="runs",
-            subject=subjects.ALL_RUN_EVENTS,
-            handle=on_event,
-            manual_ack=True,
-            max_deliver=MAX_DELIVER,
-            ack_wait_s=120.0,
-            max_ack_pending=50_000,
-            on_poison=poisoned,
-        )
+    ctx.add_partitioned(
+        purpose="runs",
+        subject=subjects.RUN_KEYED,
+        handle=on_event,
+        max_deliver=MAX_DELIVER,
+        on_poison=poisoned,
     )
     ctx.add_consumer(
         WorkConsumer(

@@ -19,6 +19,7 @@ from tests.bench import (
     memory_bench,
     review_bench,
     sandbox_bench,
+    scaleout_bench,
     tracing_bench,
     workflow_bench,
 )
@@ -35,6 +36,7 @@ SUITES = {
     "review": review_bench.run,
     "a2a": a2a_bench.run,
     "memory": memory_bench.run,
+    "scaleout": scaleout_bench.run,
     "tracing": tracing_bench.run,
     "inspector": inspector_bench.run,
 }

@@ -46,7 +46,8 @@ class RunningStack:
     def parse_pids(self) -> None:
         for line in self.output:
             m = re.match(
-                r"^(nats|postgres|model-server|scheduler|agent_runtime|tool_sandbox|review|gateway)\s+(\d+)\s",
+                r"^((?:nats|postgres|model-server|scheduler|agent_runtime|tool_sandbox|review|"
+                r"gateway)(?:#\d+)?(?: \(heym-\d+\))?)\s+(\d+)\s",
                 line,
             )
             if m:
@@ -72,6 +73,7 @@ async def heym_up(
     *,
     http_port: int = 0,
     nats_port: int = 0,
+    args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
 ) -> AsyncIterator[RunningStack]:
     http_port = http_port or free_port()
@@ -81,6 +83,7 @@ async def heym_up(
         "-m",
         "libs.devstack.cli",
         "up",
+        *args,
         env={**stack_env(data_dir, api_key, http_port, nats_port), **(env or {})},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,

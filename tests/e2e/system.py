@@ -18,6 +18,7 @@ from typing import Any
 import asyncpg
 import httpx
 import nats
+import nats.js.errors
 
 from contracts import subjects
 from contracts.base import Envelope
@@ -26,7 +27,10 @@ from libs.config import service_env
 from libs.devstack.children import Child
 from libs.embedded.process import free_port
 from libs.eventlog import EventLog
+from libs.eventlog.feeds import FeedSpec
 from libs.secrets import generate_key
+
+PARTITIONS = 16  # HEYM_PARTITIONS' default
 
 
 class System:
@@ -44,8 +48,8 @@ class System:
             HEYM_SHUTDOWN_GRACE_S="5",
             HEYM_SECRET_KEY=generate_key(),
             PYTHONUNBUFFERED="1",
-            **env,
         )
+        base.update(env)
         self.env = base
         self.children: dict[str, Child] = {}
 
@@ -66,7 +70,7 @@ class System:
     async def wait_healthy(
         self, names: tuple[str, ...] = subjects.SERVICES, timeout: float = 60
     ) -> None:
-        nc = await nats.connect(self.nats_url)
+        nc = await nats.connect(servers=self.nats_url.split(","))
         try:
             deadline = time.monotonic() + timeout
             pending = set(names)
@@ -127,7 +131,7 @@ class System:
 
     async def events(self, run_id: str) -> list[Envelope]:
         """Everything recorded for one run (its decisions, results, agent turns, work items)."""
-        nc = await nats.connect(self.nats_url)
+        nc = await nats.connect(servers=self.nats_url.split(","))
         try:
             return await EventLog(nc).read(subjects.run_everything(run_id))
         finally:
@@ -135,13 +139,21 @@ class System:
 
     async def ack_pending(self, *durables: str) -> dict[str, int]:
         """Messages delivered to a consumer and not acknowledged yet (work held by a process)."""
-        nc = await nats.connect(self.nats_url)
+        nc = await nats.connect(servers=self.nats_url.split(","))
         try:
             js = nc.jetstream()
-            return {
-                d: (await js.consumer_info(subjects.RUN_STREAM, d)).num_ack_pending
-                for d in durables
-            }
+            found = {}
+            for d in durables:
+                try:
+                    found[d] = (await js.consumer_info(subjects.RUN_STREAM, d)).num_ack_pending
+                except nats.js.errors.NotFoundError:
+                    # a run-partitioned consumer: one consumer per partition on its feed
+                    spec = FeedSpec(d, subjects.RUN_KEYED, PARTITIONS)
+                    found[d] = 0
+                    for p in range(PARTITIONS):
+                        info = await js.consumer_info(spec.stream, spec.consumer(p))
+                        found[d] += info.num_ack_pending
+            return found
         finally:
             await nc.close()
 

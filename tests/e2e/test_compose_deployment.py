@@ -3,10 +3,12 @@
 No container engine runs here, so the test reads the compose file and the Dockerfile and
 starts each service the way a container would: the Dockerfile's command, the service's
 environment after compose's `${VAR}` interpolation and nothing else (no stray `HEYM_*` from
-the test's own environment), and NATS and Postgres from the wheels in place of the images
-(their compose host names are pointed at the test's servers). The admin is bootstrapped with
-the compose file's one-shot `admin` service, and the tool sandbox is checked to hold neither
-the database URL nor the secret key.
+the test's own environment), as many processes as its `deploy.replicas`, and NATS and Postgres
+from the wheels in place of the images: the three NATS nodes run the compose file's own
+`infra/nats-cluster.conf` (only ports, host names and the data directory changed for one
+host) as one JetStream cluster, and the compose host names are pointed at the test's servers.
+The admin is bootstrapped with the compose file's one-shot `admin` service, and the tool
+sandbox is checked to hold neither the database URL nor the secret key.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import os
 import re
 import shlex
+import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -22,9 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import nats
 import pytest
 import yaml
 
+from libs.devstack.status import health_replies
+from libs.embedded import find_nats_server, wait_jetstream
 from libs.embedded.process import free_port
 from libs.secrets import generate_key
 from libs.testing import infra
@@ -61,10 +67,59 @@ def container_command() -> list[str]:
     return argv
 
 
-def point_at(value: str, nats_url: str, database_url: str) -> str:
+def point_at(value: str, nats_urls: list[str], database_url: str) -> str:
     """Compose's host names resolve to the containers; here, to the test's servers."""
-    value = value.replace("nats://nats:4222", nats_url)
+    for i, url in enumerate(nats_urls, start=1):
+        value = value.replace(f"nats://nats-{i}:4222", url)
     return re.sub(r"postgresql://[^\s]*@postgres:5432/heym", database_url, value)
+
+
+class ComposeNats:
+    """The compose file's NATS nodes: its cluster configuration, its node names, on one host."""
+
+    def __init__(self, compose: dict[str, Any], root: Path) -> None:
+        self.names = sorted(n for n in compose["services"] if n.startswith("nats-"))
+        self.root = root
+        self.client = {n: free_port() for n in self.names}
+        self.route = {n: free_port() for n in self.names}
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def urls(self) -> list[str]:
+        return [f"nats://127.0.0.1:{self.client[n]}" for n in self.names]
+
+    def config(self, compose: dict[str, Any], name: str) -> Path:
+        (mount,) = [v for v in compose["services"][name]["volumes"] if v.endswith("nats.conf:ro")]
+        text = (ROOT / mount.split(":")[0]).read_text()
+        text = text.replace("port: 4222", f"port: {self.client[name]}")
+        text = text.replace("http_port: 8222", f"http_port: {free_port()}")
+        text = text.replace("port: 6222", f"port: {self.route[name]}")
+        for other in self.names:
+            text = text.replace(f"{other}:6222", f"127.0.0.1:{self.route[other]}")
+        text = text.replace('store_dir: "/data"', f'store_dir: "{self.root / name}"')
+        conf = self.root / f"{name}.conf"
+        conf.write_text(f"host: 127.0.0.1\n{text}")
+        return conf
+
+    def launch(self, compose: dict[str, Any]) -> None:
+        for name in self.names:
+            env = {**os.environ, **compose["services"][name]["environment"]}
+            log = (self.root / f"{name}.log").open("ab")
+            self.procs.append(
+                subprocess.Popen(
+                    [find_nats_server(), "-c", str(self.config(compose, name))],
+                    env=env,
+                    stdout=log,
+                    stderr=log,
+                )
+            )
+            log.close()
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            proc.wait(20)
 
 
 class Deployment:
@@ -74,10 +129,10 @@ class Deployment:
         self.log_dir = log_dir
         self.procs: dict[str, asyncio.subprocess.Process] = {}
 
-    def environment(self, name: str, nats_url: str, database_url: str) -> dict[str, str]:
+    def environment(self, name: str, nats_urls: list[str], database_url: str) -> dict[str, str]:
         svc = self.compose["services"][name]
         env = {
-            k: point_at(interpolate(str(v), self.host_env), nats_url, database_url)
+            k: point_at(interpolate(str(v), self.host_env), nats_urls, database_url)
             for k, v in (svc.get("environment") or {}).items()
         }
         # what the image adds (Dockerfile ENV) and what any process needs to start
@@ -139,10 +194,18 @@ async def test_services_started_as_compose_describes_run_a_workflow(
     assert sorted(services) == ["agent_runtime", "gateway", "review", "scheduler", "tool_sandbox"]
     port = free_port()
     deployment = Deployment(compose, {"HEYM_SECRET_KEY": generate_key()}, tmp_path)
-    # A NATS server of its own: a deployment's durable consumers must not share the e2e
-    # system's (same names, same stream) or the two would take each other's work.
-    with infra.nats_server(tmp_path / "nats") as nats_url:
-        await _run(deployment, compose, services, port, nats_url, pg_admin_url, pg_template, target)
+    # NATS of its own (the compose file's three-node cluster): a deployment's durable consumers
+    # must not share the e2e system's (same names, same stream) or they would take its work.
+    cluster = ComposeNats(compose, tmp_path)
+    assert cluster.names == ["nats-1", "nats-2", "nats-3"]
+    try:
+        cluster.launch(compose)
+        await wait_jetstream(cluster.urls, 60)
+        await _run(
+            deployment, compose, services, port, cluster.urls, pg_admin_url, pg_template, target
+        )
+    finally:
+        cluster.stop()
 
 
 async def _run(
@@ -150,23 +213,30 @@ async def _run(
     compose: dict[str, Any],
     services: list[str],
     port: int,
-    nats_url: str,
+    nats_urls: list[str],
     pg_admin_url: str,
     pg_template: str,
     target: HttpTarget,
 ) -> None:
     async with infra.fresh_database(pg_admin_url, pg_template) as database_url:
-        envs = {name: deployment.environment(name, nats_url, database_url) for name in services}
+        envs = {name: deployment.environment(name, nats_urls, database_url) for name in services}
         envs["gateway"]["HEYM_HTTP_PORT"] = str(port)  # the container's 8000, on a free port
         # the one-shot admin bootstrap, as `docker compose run --rm admin`
         printed = await deployment.one_shot(
-            "admin", deployment.environment("admin", nats_url, database_url)
+            "admin", deployment.environment("admin", nats_urls, database_url)
         )
         key = printed.strip().splitlines()[-1]
         assert key.startswith("heym_"), printed
+        replicas = {
+            name: int((compose["services"][name].get("deploy") or {}).get("replicas", 1))
+            for name in services
+        }
+        assert replicas["scheduler"] == 3
+        assert replicas["agent_runtime"] == 2
         try:
             for name in services:
-                await deployment.start(name, envs[name])
+                for i in range(1, replicas[name] + 1):
+                    await deployment.start(name if i == 1 else f"{name}#{i}", envs[name])
             base = f"http://127.0.0.1:{port}"
             async with httpx.AsyncClient(base_url=base, headers={"X-MCP-Key": key}) as c:
 
@@ -212,6 +282,16 @@ async def _run(
                 run = await c.post(f"/api/workflows/{r.json()['id']}/execute", json={"text": "ran"})
                 assert run.status_code == 200, run.text
                 assert run.json() == {"out": {"result": "ran 1"}}
+            # every replica is up, on the replicated run stream
+            nc = await nats.connect(servers=nats_urls)
+            try:
+                for name in services:
+                    found = await health_replies(nc, name, wait_s=1.0)
+                    assert len(found) == replicas[name], (name, found)
+                info = await nc.jetstream().stream_info("HEYM_RUNS")
+                assert info.config.num_replicas == 3
+            finally:
+                await nc.close()
             # least privilege, checked on the running processes
             sandbox = _environ(deployment.procs["tool_sandbox"].pid)
             assert "HEYM_DATABASE_URL" not in sandbox

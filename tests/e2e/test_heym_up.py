@@ -18,7 +18,9 @@ from nats.js.api import ConsumerInfo
 
 from contracts import subjects
 from contracts.runs import RunStarted
+from libs.devstack.status import health_replies
 from libs.eventlog import EventLog
+from libs.eventlog.feeds import FeedSpec
 from libs.testing.eventually import eventually
 from tests.e2e.stack import heym_up, pid_alive
 
@@ -41,6 +43,12 @@ async def healthy(base_url: str) -> dict[str, object]:
 
 async def consumer(nc: nats.NATS, durable: str) -> ConsumerInfo:
     return await nc.jetstream().consumer_info(subjects.RUN_STREAM, durable)
+
+
+async def partition_consumers(nc: nats.NATS, durable: str) -> list[ConsumerInfo]:
+    spec = FeedSpec(durable, subjects.RUN_KEYED, 16)
+    js = nc.jetstream()
+    return [await js.consumer_info(spec.stream, spec.consumer(p)) for p in range(16)]
 
 
 async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
@@ -66,7 +74,9 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
         assert expected in sandbox_row, sandbox_row
         # no bare values in the table (tracing's "off, 0, 0" is the traces row's business)
         (scheduler_row,) = [line for line in stack.output if line.startswith("scheduler ")]
-        assert scheduler_row.rstrip().endswith(" healthy"), scheduler_row
+        state = scheduler_row.split(" healthy", 1)[1]
+        items = [i.strip() for i in state.split(", ") if i.strip()]
+        assert all(" " in i or ":" in i for i in items), scheduler_row  # each item named
         # with no model credential of its own, the admin gets the offline demo model
         async with httpx.AsyncClient(base_url=stack.base_url, headers={"X-MCP-Key": API_KEY}) as c:
             creds = (await c.get("/api/credentials")).json()
@@ -99,16 +109,16 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
             await js.publish(subjects.run_commands(run_id), b'{"type": "oops"}')
 
             async def all_rejected() -> bool:
-                for durable in (
-                    "agent_runtime-work",
-                    "tool_sandbox-work",
-                    "review-reviews",
-                    "scheduler-runs",
-                ):
+                for durable in ("agent_runtime-work", "tool_sandbox-work", "review-reviews"):
                     info = await consumer(nc, durable)
                     assert info.num_ack_pending == 0, (durable, info)
                     assert info.num_redelivered == 0, (durable, info)
                     assert info.delivered.stream_seq >= 1, (durable, info)
+                # the scheduler's feed is partitioned: one consumer per partition
+                parts = await partition_consumers(nc, "scheduler-runs")
+                assert all(i.num_ack_pending == 0 for i in parts), parts
+                assert all(i.num_redelivered == 0 for i in parts), parts
+                assert any(i.delivered.stream_seq >= 1 for i in parts), parts
                 return True
 
             await eventually(all_rejected, timeout=15, message="poison messages rejected")
@@ -153,3 +163,43 @@ async def test_heym_up_runs_restarts_and_stops_cleanly(tmp_path: Path) -> None:
         finally:
             await nc.close()
         assert [e.event for e in events] == [RunStarted(workflow_id="persisted", started_at_ms=1)]
+
+
+async def test_heym_up_on_a_nats_cluster_with_scheduler_replicas(tmp_path: Path) -> None:
+    """`heym up --nats-cluster 3 --replicas scheduler=3`: three nats-servers as one JetStream
+    cluster (run stream R3), three schedulers sharing the runs by partition, the example runs."""
+    args = ("--nats-cluster", "3", "--replicas", "scheduler=3")
+    async with heym_up(tmp_path / "data", API_KEY, args=args) as stack:
+        await healthy(stack.base_url)
+        assert any(
+            "Example workflow 'Hello Heym' ran (success)" in line and "Hello, world!" in line
+            for line in stack.output
+        ), stack.output
+        processes = {"postgres", "model-server", *subjects.SERVICES}
+        processes |= {"nats (heym-1)", "nats (heym-2)", "nats (heym-3)"}
+        processes |= {"scheduler#2", "scheduler#3"}
+        assert set(stack.pids) == processes, stack.output
+        nats_rows = [line for line in stack.output if line.startswith("nats (heym-")]
+        assert all("run stream R3" in row for row in nats_rows), nats_rows
+        urls = [line.split()[3] for line in nats_rows]
+        nc = await nats.connect(servers=urls)
+        try:
+            info = await nc.jetstream().stream_info(subjects.RUN_STREAM)
+            assert info.config.num_replicas == 3
+            assert info.cluster is not None
+            assert len(info.cluster.replicas or []) == 2
+            # every scheduler replica answers
+            found = await health_replies(nc, "scheduler")
+            assert {stack.pids[n] for n in ("scheduler", "scheduler#2", "scheduler#3")} <= set(
+                found
+            )
+        finally:
+            await nc.close()
+        # a run through the REST API on the cluster
+        async with httpx.AsyncClient(base_url=stack.base_url, headers={"X-MCP-Key": API_KEY}) as c:
+            workflows = (await c.get("/api/workflows")).json()
+            example = next(w for w in workflows if w["name"] == "Hello Heym")
+            for text in ("one", "two", "three"):
+                r = await c.post(f"/api/workflows/{example['id']}/execute", json={"text": text})
+                assert r.status_code == 200, r.text
+                assert text in r.text

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import OrderedDict
@@ -34,6 +35,7 @@ from contracts.chat import ChatCancelRequested, ChatConversationDeleted
 from libs.chat import Conversation, fold_all
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.eventlog.log import Appended
+from libs.service.work import through_outages
 from services.agent_runtime.assistant import tracing
 from services.agent_runtime.assistant.domain import Idle, Record, Step, decide, step_key
 from services.agent_runtime.assistant.domain.decide import fail
@@ -83,7 +85,9 @@ class ConversationActor:
         *,
         on_idle: Callable[[ConversationActor], None],
         decider: Decider = decide,
+        on_conflict: Callable[[str], None] | None = None,
     ) -> None:
+        self._on_conflict = on_conflict
         self.conversation_id = conversation_id
         self._decide = decider
         self._log = event_log
@@ -127,8 +131,14 @@ class ConversationActor:
                 msgs = [m for _, m in batch if m is not None]
                 try:
                     async with kept_alive(msgs):
-                        await self._catch_up()
-                        await self._drive()
+                        # The read must reach the delivered commands (a lagging replica of a
+                        # NATS cluster may serve it; deciding on its view would drop them).
+                        through = max((e.sequence for envs, _ in batch for e in envs), default=0)
+                        await through_outages(
+                            functools.partial(self._afresh, through),
+                            None,
+                            f"conversation {self.conversation_id}",
+                        )
                 except Exception:
                     log.exception(
                         "conversation %s: handling failed; redelivery will retry",
@@ -146,13 +156,23 @@ class ConversationActor:
             self._task = None
             self._on_idle(self)
 
-    async def _catch_up(self) -> None:
+    async def _afresh(self, through: int) -> None:
+        """Catch up and drive; a failure drops the folded state (rebuilt next time)."""
+        try:
+            await self._catch_up(through)
+            await self._drive()
+        except Exception:
+            self.state = None
+            raise
+
+    async def _catch_up(self, through: int = 0) -> None:
         filter_subject = subjects.chat_all(self.conversation_id)
         if self.state is None:
-            self.state = fold_all(self.conversation_id, await self._log.read(filter_subject))
+            read = await self._log.read(filter_subject, through=through)
+            self.state = fold_all(self.conversation_id, read)
             await self._effects.resume(self.state)
             return
-        for env in await self._log.read(filter_subject, after=self.state.last_seq):
+        for env in await self._log.read(filter_subject, after=self.state.last_seq, through=through):
             self.state.fold(env)
 
     async def _drive(self) -> None:
@@ -182,9 +202,11 @@ class ConversationActor:
                     ).events
                 )
                 appended = await self._append(state, work)
-            except ConcurrencyConflict:
+            except ConcurrencyConflict as conflict:
+                if self._on_conflict is not None:
+                    self._on_conflict(self.conversation_id)
                 self._pending = (step_key(step), work)
-                await self._catch_up()
+                await self._catch_up(conflict.actual or 0)
                 continue
             self._pending = None
             for ev in work.events:
@@ -252,7 +274,14 @@ class ConversationActor:
 class Assistant:
     """The conversation actors of this runtime; idle ones stay cached (bounded)."""
 
-    def __init__(self, event_log: EventLog, effects: Effects, decider: Decider = decide) -> None:
+    def __init__(
+        self,
+        event_log: EventLog,
+        effects: Effects,
+        decider: Decider = decide,
+        on_conflict: Callable[[str], None] | None = None,
+    ) -> None:
+        self._on_conflict = on_conflict
         self._log = event_log
         self._effects = effects
         self._decide = decider
@@ -280,6 +309,7 @@ class Assistant:
                 self._effects,
                 on_idle=self._idle,
                 decider=self._decide,
+                on_conflict=self._on_conflict,
             )
             self._actors[conversation_id] = actor
         self._actors.move_to_end(conversation_id)

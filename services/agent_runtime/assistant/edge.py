@@ -24,7 +24,6 @@ from libs.projection import ProjectionRunner
 from libs.secrets import SecretBox
 from libs.secrets.credentials import ResolvedCredential, load_credential
 from libs.service import ServiceContext
-from libs.service.work import WorkConsumer
 from services.agent_runtime.assistant import conformance as conformance_mode
 from services.agent_runtime.assistant.actor import Assistant, Decider
 from services.agent_runtime.assistant.domain import Step, decide
@@ -35,7 +34,6 @@ from services.agent_runtime.model import ModelClients
 
 log = logging.getLogger(__name__)
 
-ACK_WAIT_S = 10.0
 SOURCE_ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -59,23 +57,20 @@ def install(app: FastStream, ctx: ServiceContext) -> None:
                 resolve=resolve,
                 settings=ctx.settings,
             )
-            assistant = Assistant(ctx.event_log, effects, deciders(ctx.settings.a2a_conformance))
+            assistant = Assistant(
+                ctx.event_log,
+                effects,
+                deciders(ctx.settings.a2a_conformance),
+                on_conflict=lambda conversation: ctx.conflicts.record("chat", conversation),
+            )
         return assistant
 
     async def on_command(envelopes: list[Envelope], msg: Msg) -> None:
         get().deliver(envelopes, msg)
         ctx.details["conversations"] = str(len(get()))
 
-    ctx.add_consumer(
-        WorkConsumer(
-            service=ctx.service,
-            purpose="chat",
-            subject=subjects.ALL_CHAT_COMMANDS,
-            handle=on_command,
-            manual_ack=True,
-            ack_wait_s=ACK_WAIT_S,
-        )
-    )
+    # Partitioned by conversation: one replica works on a conversation at a time.
+    ctx.add_partitioned(purpose="chat", subject=subjects.ALL_CHAT_COMMANDS, handle=on_command)
 
     async def on_interrupt(msg: Msg) -> None:
         try:

@@ -15,6 +15,7 @@ from libs.eventlog import (
     ConcurrencyConflict,
     EventLog,
     PayloadTooLarge,
+    ReplicaLag,
     ServerTooOld,
 )
 from libs.eventlog.stream import check_version
@@ -208,3 +209,32 @@ async def test_read_recent_matches_read(event_log: EventLog, run_id: str) -> Non
         ]
         assert [e.recorded_at for e in got] == [e.recorded_at for e in want]
     assert await event_log.read_recent(subjects.run_all(uuid.uuid4().hex)) == []
+
+
+async def test_a_read_through_a_sequence_is_asked_again_until_it_reaches_it(
+    event_log: EventLog, run_id: str
+) -> None:
+    """A replica that lags answers without the newest messages; a reader that knows a sequence
+    is on the subject (the message that woke it) reads again until the answer reaches it."""
+    subject = subjects.run_decisions(run_id, "none")
+    first = await event_log.append(subject, [started(1)])
+    # The next message's sequence is at least this: the reader "knows" it before it is there,
+    # as a reader served by a lagging replica knows the message it was delivered.
+    through = await event_log.last_sequence(">") + 1
+
+    async def append_later() -> int:
+        await asyncio.sleep(0.3)
+        return (await event_log.append(subject, [started(2)])).sequence
+
+    later = asyncio.create_task(append_later())
+    read = await event_log.replay(run_id, through=through)
+    assert [e.sequence for e in read] == [first.sequence, await later]
+
+
+async def test_a_read_that_never_reaches_its_sequence_says_the_replica_lags(
+    event_log: EventLog, run_id: str
+) -> None:
+    subject = subjects.run_decisions(run_id, "none")
+    first = await event_log.append(subject, [started(1)])
+    with pytest.raises(ReplicaLag):
+        await event_log.read(subject, through=first.sequence + 10**9, timeout=1.0)

@@ -161,3 +161,68 @@ async def test_projector_killed_mid_batch_gives_the_same_rows(
 
 async def _reached(position: Any, last: int) -> bool:
     return bool(await position() >= last)
+
+
+async def test_a_delivery_lost_on_the_way_is_applied_not_skipped(
+    nc: NATS,
+    event_log: EventLog,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A push delivery lost between server and client (a NATS node dying under the consumer)
+    leaves a gap in the consumer's delivery sequence. Applying what came after it would move the
+    position past the lost message and its redelivery would be skipped: the runner rebuilds
+    from its position instead, and every run's row is there."""
+    from libs.projection import runner as runner_module
+
+    run_ids = await write_runs(event_log, 12)
+    replay = await event_log.replay(run_ids[5])
+    lost_seq = replay[-1].sequence  # the 6th run's RunStarted + RunCompleted message
+    original = runner_module._Feed.on_msg
+    dropped: list[int] = []
+
+    async def lossy(self: Any, msg: Any) -> None:
+        status = (msg.headers or {}).get("Status")
+        delivery = bool(msg.data) or status != "100"
+        if delivery and msg.metadata.sequence.stream == lost_seq and not dropped:
+            dropped.append(lost_seq)
+            return  # lost on the way
+        await original(self, msg)
+
+    monkeypatch.setattr(runner_module._Feed, "on_msg", lossy)
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    await run_until_caught_up(nc, database_url, name, event_log)
+    assert dropped == [lost_seq]
+    conn = await asyncpg.connect(database_url)
+    try:
+        status = await conn.fetchval("SELECT status FROM runs WHERE run_id = $1", run_ids[5])
+    finally:
+        await conn.close()
+    assert status in ("success", "error"), status  # not left "running"
+
+
+async def test_a_consumer_gone_silent_is_rebuilt(
+    nc: NATS, event_log: EventLog, database_url: str
+) -> None:
+    """A push consumer that says nothing, not even its heartbeat (gone with a NATS node, or
+    stuck on a flow-control answer lost on the way), would leave the read model behind for ever:
+    the runner rebuilds it from its position."""
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    pool = await create_pool(database_url)
+    runner = ProjectionRunner(
+        nc, pool, Named(name), event_log=event_log, idle_wait=0.1, silent_s=2.0
+    )
+    task = asyncio.create_task(runner.run())
+    try:
+        first = await write_runs(event_log, 2)
+        last = await event_log.last_sequence("heym.run.>")
+        await eventually(lambda: runner.position >= last, timeout=30, message="projector lag")
+        await nc.jetstream().delete_consumer(subjects.RUN_STREAM, name)  # gone under it
+        later = await write_runs(event_log, 2)
+        last = await event_log.last_sequence("heym.run.>")
+        await eventually(lambda: runner.position >= last, timeout=30, message="not rebuilt")
+    finally:
+        runner.stop()
+        await task
+        await pool.close()
+    assert {*first, *later} <= {r["run_id"] for r in await rows(database_url)}
