@@ -14,8 +14,9 @@ from libs.testing.eventually import eventually
 from tests.chaos.harness import Deployment, deployment
 from tests.chaos.verify import describe, outcome
 from tests.chaos.workload import Workload, connect
+from tests.e2e.scaleout import FAILOVER
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900), *FAILOVER]
 
 
 async def _caught_up(dep: Deployment) -> bool:

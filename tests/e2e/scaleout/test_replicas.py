@@ -13,6 +13,7 @@ from libs.testing.eventually import eventually
 from tests.chaos.harness import deployment
 from tests.chaos.verify import conflicts_logged, outcome
 from tests.chaos.workload import Workload, connect
+from tests.e2e.scaleout import FAILOVER
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -44,6 +45,8 @@ async def test_three_schedulers_two_runtimes_under_500_concurrent_mixed_runs() -
         assert conflicts_logged(dep.system.log_dir) == sum(conflicts.values())
 
 
+@FAILOVER[0]
+@FAILOVER[1]
 async def test_a_killed_scheduler_replicas_runs_continue_on_the_others() -> None:
     async with deployment(replicas={"scheduler": 3, "agent_runtime": 2}) as dep:
         work = Workload(dep.system, dep.target, dep.model, seed=3)
