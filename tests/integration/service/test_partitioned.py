@@ -28,6 +28,7 @@ from libs.eventlog.feeds import (
 from libs.service.membership import Membership, owner
 from libs.service.partitioned import PartitionedConsumer
 from libs.testing.eventually import eventually
+from tests.e2e.scaleout import FAILOVER
 
 pytestmark = pytest.mark.integration
 
@@ -278,6 +279,8 @@ async def test_a_killed_replicas_partitions_move_within_the_ack_wait(
         await eventually(b_holds_all, timeout=20, message="b holds every partition")
 
 
+@FAILOVER[0]
+@FAILOVER[1]
 async def test_a_replica_that_joins_gets_its_share_without_double_handling(
     nats_url: str, event_log: EventLog
 ) -> None:
