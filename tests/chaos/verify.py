@@ -119,11 +119,24 @@ async def describe(nats_url: str, run_ids: list[str]) -> list[str]:
         for run_id in run_ids:
             out.append(f"run {run_id}:")
             for env in await log.read(f"heym.*.{run_id}.>"):
-                name = type(env.event).__name__
-                out.append(f"  {env.sequence} {env.subject} {name}")
+                out.append(f"  {env.sequence} {env.subject} {_brief(env.event)}")
     finally:
         await nc.close()
     return out
+
+
+def _brief(event: object) -> str:
+    """An event's type and the fields that tell a run's story (node, status, output keys)."""
+    name = type(event).__name__
+    parts = [
+        f"{key}={getattr(event, key)!r}"
+        for key in ("node_label", "status", "invocation_id", "request_id", "attempt")
+        if getattr(event, key, None) not in (None, "")
+    ]
+    output = getattr(event, "output", None)
+    if isinstance(output, dict):
+        parts.append(f"output={sorted(output)[:8]}")
+    return " ".join([name, *parts])
 
 
 def conflicts_logged(log_dir: Path) -> int:

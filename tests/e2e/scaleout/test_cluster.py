@@ -73,8 +73,9 @@ async def test_a_nats_server_killed_mid_load_loses_nothing(pick: str) -> None:
         victim = await _kill_mid_load(dep, work, pick)
         report = outcome(work)
         print(f"killed {victim}:", *report.lines(), sep="\n")
-        if report.lost:
-            print(*await describe(dep.system.nats_url, report.lost[:3]), sep="\n")
+        odd = report.lost[:3] + [w.split()[1] for w in report.wrong[:3]]
+        if odd:
+            print(*await describe(dep.system.nats_url, odd), sep="\n")
             print(*_tails(dep), sep="\n")
         assert report.ok, report.lines() + report.lost[:3] + report.wrong[:3]
         await eventually(lambda: _caught_up(dep), timeout=60, message="restarted node caught up")

@@ -11,7 +11,7 @@ import pytest
 from libs.devstack.status import health_replies
 from libs.testing.eventually import eventually
 from tests.chaos.harness import deployment
-from tests.chaos.verify import conflicts_logged, outcome
+from tests.chaos.verify import conflicts_logged, describe, outcome
 from tests.chaos.workload import Workload, connect
 from tests.e2e.scaleout import FAILOVER
 
@@ -73,6 +73,10 @@ async def test_a_killed_scheduler_replicas_runs_continue_on_the_others() -> None
         await dep.system.kill(victim)  # kill -9, not restarted
         await drive
         report = outcome(work)
+        print(f"killed {victim}:", *report.lines(), sep="\n")
+        odd = report.lost[:3] + [w.split()[1] for w in report.wrong[:3]]
+        if odd:
+            print(*await describe(dep.system.nats_url, odd), sep="\n")
         assert report.ok, report.lines() + report.lost[:3] + report.wrong[:3]
         assert all(r.completed is not None for r in in_flight)
 
