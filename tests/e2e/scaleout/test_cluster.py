@@ -73,7 +73,7 @@ async def test_a_nats_server_killed_mid_load_loses_nothing(pick: str) -> None:
         victim = await _kill_mid_load(dep, work, pick)
         report = outcome(work)
         print(f"killed {victim}:", *report.lines(), sep="\n")
-        odd = report.lost[:3] + [w.split()[1] for w in report.wrong[:3]]
+        odd = report.lost[:3] + [w.split()[1].rstrip(":") for w in report.wrong[:3]]
         if odd:
             print(*await describe(dep.system.nats_url, odd), sep="\n")
             print(*_tails(dep), sep="\n")

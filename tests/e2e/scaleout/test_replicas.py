@@ -74,7 +74,7 @@ async def test_a_killed_scheduler_replicas_runs_continue_on_the_others() -> None
         await drive
         report = outcome(work)
         print(f"killed {victim}:", *report.lines(), sep="\n")
-        odd = report.lost[:3] + [w.split()[1] for w in report.wrong[:3]]
+        odd = report.lost[:3] + [w.split()[1].rstrip(":") for w in report.wrong[:3]]
         if odd:
             print(*await describe(dep.system.nats_url, odd), sep="\n")
         assert report.ok, report.lines() + report.lost[:3] + report.wrong[:3]
