@@ -48,7 +48,13 @@ from libs.eventlog.feeds import (
     unpin,
 )
 from libs.service.membership import Membership, owner
-from libs.service.work import Handler, Poisoned, redelivery_delay
+from libs.service.work import (
+    Handler,
+    Poisoned,
+    give_up,
+    redelivery_delay,
+    server_max_deliver,
+)
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +128,7 @@ class PartitionedConsumer:
             self.spec,
             replicas=self._replicas,
             ack_wait_s=self._ack_wait,
-            max_deliver=self._max_deliver,
+            max_deliver=server_max_deliver(self._max_deliver),
             max_ack_pending=self._max_ack_pending,
             pin_ttl_s=self._pin_ttl,
         )
@@ -326,29 +332,31 @@ class PartitionedConsumer:
             )
         except (BatchDecodeError, EventLogError) as exc:
             log.error("%s rejects a malformed message on %s: %s", self.durable, msg.subject, exc)
-            await self._poisoned(None, subject, f"malformed message: {exc}")
-            with contextlib.suppress(Exception):
-                await msg.term()
+            why = f"malformed message: {exc}"
+            await give_up([msg], lambda: self._poisoned(None, subject, why), self.durable)
+            return
+        delivered = msg.metadata.num_delivered
+        if delivered > self._max_deliver:
+            # Past its deliveries (its failure could not be recorded before, or the service
+            # died handling it): record the failure without handling it again.
+            why = f"gave up after {self._max_deliver} deliveries"
+            await give_up([msg], lambda: self._poisoned(envelopes, subject, why), self.durable)
             return
         try:
             await self._handle(envelopes, msg)
         except Exception as exc:
-            delivered = msg.metadata.num_delivered
             log.exception("%s failed on %s (delivery %d)", self.durable, subject, delivered)
-            with contextlib.suppress(Exception):
-                if delivered >= self._max_deliver:
-                    await self._poisoned(envelopes, subject, f"{type(exc).__name__}: {exc}")
-                    await msg.term()
-                else:
+            if delivered >= self._max_deliver:
+                why = f"{type(exc).__name__}: {exc}"
+                await give_up([msg], lambda: self._poisoned(envelopes, subject, why), self.durable)
+            else:
+                with contextlib.suppress(Exception):
                     await msg.nak(delay=redelivery_delay(delivered, self.backoff_s))
 
     async def _poisoned(self, envelopes: list[Envelope] | None, subject: str, why: str) -> None:
-        if self._on_poison is None:
-            return
-        try:
+        """Record the failure (raises if it cannot be recorded: `give_up` keeps the message)."""
+        if self._on_poison is not None:
             await self._on_poison(envelopes, subject, why)
-        except Exception:
-            log.exception("%s could not record the failure on %s", self.durable, subject)
 
     async def _keep_alive(self) -> None:
         """Held messages are in progress, not lost: only a dead replica's get redelivered.

@@ -2,7 +2,11 @@
 
 A message that is not an event batch is logged and terminated (`AckTerm`): it will never be
 delivered again and the service keeps running. A handler that raises gets the message
-redelivered after a back-off, at most `max_deliver` times in all.
+redelivered after a back-off, at most `max_deliver` times in all; then its failure is recorded
+(`on_poison`) and only then is it terminated (`give_up`). The server's own limit is
+`server_max_deliver`, past the application's: a message whose failure could not be recorded
+(NATS or Postgres away at that moment) comes back to try again instead of being dropped by the
+server with nothing recorded (a run then waited for ever on a node nobody would run).
 
 These consumers sit on the hot path of every run (a node dispatch, a node result), so they
 use nats-py's push subscription directly: FastStream's subscriber layer added about 1 ms per
@@ -34,6 +38,36 @@ Handler = Callable[[list[Envelope], Msg], Awaitable[None]]
 # decoded), its subject and why. Services record a failure there (a node's, a run's, a tool
 # call's) so nothing waits for ever on work that is gone.
 Poisoned = Callable[[list[Envelope] | None, str, str], Awaitable[None]]
+
+
+# Deliveries the server allows past the application's limit, to record a give-up.
+DELIVERY_HEADROOM = 10
+# Back-off before trying again to record a give-up that could not be recorded.
+GIVE_UP_RETRY_S = 30.0
+
+
+def server_max_deliver(max_deliver: int) -> int:
+    """The consumer's `max_deliver`: room past the application's limit to record a give-up."""
+    return max_deliver + DELIVERY_HEADROOM
+
+
+async def give_up(msgs: list[Msg], record: Callable[[], Awaitable[None]], who: str) -> bool:
+    """End messages that will never be handled: `record()` their failure (tried through an
+    outage), then terminate them. If the failure cannot be recorded, they are kept (a nak
+    with a long back-off) so a later delivery records it: never terminated with nothing on
+    the log. True once recorded."""
+    try:
+        await through_outages(record, msgs[0] if len(msgs) == 1 else None, who)
+    except Exception:
+        log.exception("%s: the failure could not be recorded; the message is kept", who)
+        for msg in msgs:
+            with contextlib.suppress(Exception):
+                await msg.nak(delay=GIVE_UP_RETRY_S)
+        return False
+    for msg in msgs:
+        with contextlib.suppress(Exception):
+            await msg.term()
+    return True
 
 
 def redelivery_delay(delivered: int, base_s: float) -> float:
@@ -85,7 +119,7 @@ class WorkConsumer:
             config=ConsumerConfig(
                 ack_policy=AckPolicy.EXPLICIT,
                 deliver_policy=DeliverPolicy.ALL,
-                max_deliver=self._max_deliver,
+                max_deliver=server_max_deliver(self._max_deliver),
                 ack_wait=self._ack_wait,
                 max_ack_pending=self._max_ack_pending,
             ),
@@ -127,9 +161,14 @@ class WorkConsumer:
                 _seq(msg),
                 exc,
             )
-            await self._poisoned(None, msg.subject, f"malformed message: {exc}")
-            with contextlib.suppress(Exception):
-                await msg.term()
+            why = f"malformed message: {exc}"
+            await give_up([msg], lambda: self._poisoned(None, msg.subject, why), self.durable)
+            return
+        if msg.metadata.num_delivered > self._max_deliver:
+            # Past its deliveries (its failure could not be recorded before, or the service
+            # died handling it): record the failure without running the handler again.
+            why = f"gave up after {self._max_deliver} deliveries"
+            await give_up([msg], lambda: self._poisoned(envelopes, msg.subject, why), self.durable)
             return
         try:
             await through_outages(lambda: self._handle(envelopes, msg), msg, self.durable)
@@ -143,9 +182,10 @@ class WorkConsumer:
                 self._max_deliver,
             )
             if delivered >= self._max_deliver:
-                await self._poisoned(envelopes, msg.subject, f"{type(exc).__name__}: {exc}")
-                with contextlib.suppress(Exception):
-                    await msg.term()
+                why = f"{type(exc).__name__}: {exc}"
+                await give_up(
+                    [msg], lambda: self._poisoned(envelopes, msg.subject, why), self.durable
+                )
             else:
                 with contextlib.suppress(Exception):
                     await msg.nak(delay=redelivery_delay(delivered, self.backoff_s))
@@ -155,14 +195,10 @@ class WorkConsumer:
                 await msg.ack()
 
     async def _poisoned(self, envelopes: list[Envelope] | None, subject: str, why: str) -> None:
-        if self._on_poison is None:
-            return
-        try:
+        """Record the failure (raises if it cannot be recorded: `give_up` keeps the message)."""
+        log.error("%s gives up a message on %s: %s", self.durable, subject, why)
+        if self._on_poison is not None:
             await self._on_poison(envelopes, subject, why)
-        except Exception:
-            log.exception(
-                "%s could not record the failure of a message on %s", self.durable, subject
-            )
 
 
 async def through_outages(call: Callable[[], Awaitable[None]], msg: Msg | None, who: str) -> None:

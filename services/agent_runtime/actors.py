@@ -30,7 +30,7 @@ from contracts import subjects
 from contracts.agents import AgentCancelRequested
 from contracts.base import Envelope, Event
 from libs.eventlog import ConcurrencyConflict, EventLog
-from libs.service.work import redelivery_delay, through_outages
+from libs.service.work import give_up, redelivery_delay, through_outages
 from services.agent_runtime import tracing
 from services.agent_runtime.call import AgentCall
 from services.agent_runtime.domain import (
@@ -164,16 +164,14 @@ class InvocationActor:
         last_try = any(m.metadata.num_delivered >= self._max_deliver for m in msgs)
         if last_try:
             # Every delivery failed: end the invocation with a recorded error instead of
-            # leaving its run waiting for ever.
-            with contextlib.suppress(Exception):
-                await self.record_failure(f"internal error in the agent runtime: {exc!r}")
+            # leaving its run waiting for ever (kept until that is recorded).
+            error = f"internal error in the agent runtime: {exc!r}"
+            await give_up(msgs, lambda: self.record_failure(error), self.subject)
+            return
         for msg in msgs:
             with contextlib.suppress(Exception):
-                if last_try:
-                    await msg.term()
-                else:
-                    delay = redelivery_delay(msg.metadata.num_delivered, self._backoff_s)
-                    await msg.nak(delay=delay)
+                delay = redelivery_delay(msg.metadata.num_delivered, self._backoff_s)
+                await msg.nak(delay=delay)
 
     async def record_failure(self, error: str) -> None:
         await self._load()

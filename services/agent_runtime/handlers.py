@@ -132,7 +132,7 @@ def register(ctx: ServiceContext) -> None:
     async def agent_event_poisoned(
         envelopes: list[Envelope] | None, subject: str, why: str
     ) -> None:
-        await get_registry().fail(subject, f"a message for this agent was unreadable: {why}")
+        await get_registry().fail(subject, f"a message for this agent cannot be handled: {why}")
 
     async def on_agent_event(envelopes: list[Envelope], msg: Msg) -> None:
         reg = get_registry()

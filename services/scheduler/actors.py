@@ -26,7 +26,7 @@ from contracts.subjects import NO_SERVICE
 from libs import telemetry
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import evaluate_soon
-from libs.service.work import redelivery_delay, through_outages
+from libs.service.work import give_up, redelivery_delay, through_outages
 from services.scheduler import tracing
 from services.scheduler.domain import RunState, decide, evolve
 from services.scheduler.domain.decide import DEFAULT_MAX_EVENT_BYTES, Decision
@@ -136,18 +136,15 @@ class RunActor:
         self.state = None  # the cache may be half-updated: rebuild on redelivery
         if last_try:
             # Re-queueing is bounded: a message that fails on every delivery ends its run with
-            # a recorded error instead of leaving it "running" for ever.
-            with contextlib.suppress(Exception):
-                await self.abort(
-                    f"the scheduler could not go on with this run: {exc!r}", through=_last(batch)
-                )
+            # a recorded error instead of leaving it "running" for ever (kept until recorded).
+            error = f"the scheduler could not go on with this run: {exc!r}"
+            through = _last(batch)
+            await give_up(msgs, lambda: self.abort(error, through=through), f"run {self.run_id}")
+            return
         for msg in msgs:
             with contextlib.suppress(Exception):
-                if last_try:
-                    await msg.term()
-                else:
-                    delay = redelivery_delay(msg.metadata.num_delivered, self._limits.backoff_s)
-                    await msg.nak(delay=delay)
+                delay = redelivery_delay(msg.metadata.num_delivered, self._limits.backoff_s)
+                await msg.nak(delay=delay)
 
     async def abort(self, error: str, *, through: int = 0) -> None:
         """End the run with `error`, bypassing `decide` (which may be what keeps failing)."""

@@ -78,13 +78,14 @@ def register(ctx: ServiceContext) -> Callable[[], RunRegistry]:
         ctx.details["active_runs"] = str(len(reg))
 
     async def poisoned(envelopes: list[Envelope] | None, subject: str, why: str) -> None:
-        # Only malformed messages get here (the actors handle their own failures): a run
-        # that has one can no longer be followed reliably, so it ends with the reason.
+        # Malformed messages, and messages past their deliveries (the actors record their own
+        # failures; this is for one whose record failed, or whose handling killed the
+        # service): the run can no longer be followed reliably, so it ends with the reason.
         try:
             run_id = subjects.run_id_of(subject)
         except subjects.SubjectError:
             return
-        await get_registry().abort(run_id, f"an unreadable message was recorded for it: {why}")
+        await get_registry().abort(run_id, f"a message recorded for it cannot be handled: {why}")
 
     ctx.add_partitioned(
         purpose="runs",

@@ -30,7 +30,13 @@ from contracts.nodes import NodeDispatched
 from contracts.tools import MCP_LIST_SUBJECT, TOOL_CANCEL_BROADCAST, McpListRequest
 from libs.service import ServiceContext
 from libs.service.failures import fail_dispatches
-from libs.service.work import WorkConsumer, kept_alive, redelivery_delay
+from libs.service.work import (
+    WorkConsumer,
+    give_up,
+    kept_alive,
+    redelivery_delay,
+    through_outages,
+)
 from services.tool_sandbox.nodes import CredentialSource, NodeRunner, as_dispatch
 from services.tool_sandbox.runtime import SandboxRuntime
 from services.tool_sandbox.work_items import ToolCalls
@@ -106,14 +112,16 @@ def register(ctx: ServiceContext) -> None:
                     await msg.ack()
                 return
             delivered = msg.metadata.num_delivered
+            if delivered >= MAX_DELIVER:  # never leave the node waiting for ever
+                envs = [env for env, _ in work]
+                await give_up(
+                    [msg],
+                    lambda: fail_dispatches(ctx.event_log, envs, failures[0]),
+                    "tool_sandbox-work",
+                )
+                return
             with contextlib.suppress(Exception):
-                if delivered >= MAX_DELIVER:  # never leave the node waiting for ever
-                    await fail_dispatches(ctx.event_log, [env for env, _ in work], failures[0])
-                    await msg.term()
-                else:
-                    await msg.nak(
-                        delay=redelivery_delay(delivered, ctx.settings.redelivery_backoff_s)
-                    )
+                await msg.nak(delay=redelivery_delay(delivered, ctx.settings.redelivery_backoff_s))
 
         keeper = asyncio.create_task(keep())
         keepalives.add(keeper)
@@ -121,8 +129,18 @@ def register(ctx: ServiceContext) -> None:
 
         async def one(env: Envelope, ev: NodeDispatched) -> None:
             nonlocal remaining
+            tries = 0
+
+            async def attempt() -> None:
+                nonlocal tries
+                tries += 1
+                # a try after an outage checks for a recorded result first, as a redelivery
+                await node_runner().run(env, ev, redelivered=redelivered or tries > 1)
+
             try:
-                await node_runner().run(env, ev, redelivered=redelivered)
+                # NATS away for a moment (a cluster node killed) is waited out here: it must
+                # not use up the message's deliveries.
+                await through_outages(attempt, None, f"node {ev.node_label}")
             except Exception as exc:
                 log.exception("node %s could not be run or recorded", ev.node_label)
                 failures.append(f"{type(exc).__name__}: {exc}")

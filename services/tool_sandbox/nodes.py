@@ -17,9 +17,10 @@ from contracts.base import Envelope
 from contracts.credentials import NODE_CREDENTIALS, NodeCredentialsReply, NodeCredentialsRequest
 from contracts.nodes import NodeAttemptFailed, NodeCompleted, NodeDispatched
 from libs import telemetry
-from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
+from libs.eventlog import Appended, ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import ExpressionError, build_context
 from libs.secrets import Masker, mentions_credentials
+from libs.service.work import through_outages
 from services.tool_sandbox import tracing
 from services.tool_sandbox.a2a_client import RemoteAgentError, RemoteCall
 from services.tool_sandbox.a2a_client.node import call_node_agent
@@ -180,7 +181,10 @@ class NodeRunner:
         traceparent: str | None,
     ) -> bool:
         """Append the node's result (once per invocation); False if it was recorded before."""
-        try:
+        appended: Appended | None = None
+
+        async def append() -> None:
+            nonlocal appended
             appended = await self._log.append(
                 subject,
                 [result],
@@ -190,10 +194,15 @@ class NodeRunner:
                 correlation_id=env.correlation_id or env.run_id,
                 traceparent=traceparent,
             )
+
+        try:
+            # The node ran: an outage of NATS delays its record, it must not run it again
+            # (a retry after a lost acknowledgement is a duplicate or a conflict, both fine).
+            await through_outages(append, None, f"result of {ev.node_label}")
         except ConcurrencyConflict:
             log.info("result of %s/%s was already recorded", env.run_id, ev.invocation_id)
             return False
-        return not appended.duplicate
+        return appended is not None and not appended.duplicate
 
     async def _execute(
         self,

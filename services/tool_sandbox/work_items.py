@@ -36,7 +36,7 @@ from contracts.tools import (
     tool_result_message_id,
 )
 from libs.eventlog import EventLog, PayloadTooLarge
-from libs.service.work import kept_alive, redelivery_delay
+from libs.service.work import give_up, kept_alive, redelivery_delay, through_outages
 from services.tool_sandbox.executor import PROCESS_SOURCES, ToolExecutor
 from services.tool_sandbox.fairness import FairScheduler
 from services.tool_sandbox.outcome import Outcome
@@ -169,17 +169,18 @@ class ToolCalls:
         clock: float,
     ) -> None:
         try:
-            await self.record(env, ev, outcome, started, clock)
+            # The call ran: an outage of NATS delays its record, it must not run it again.
+            await through_outages(lambda: self.record(env, ev, outcome, started, clock), msg, key)
         except Exception as exc:
             log.exception("could not record the result of %s", key)
             self._release(key)
             delivered = msg.metadata.num_delivered
+            if delivered >= self._max_deliver:  # the agent must not wait for ever
+                why = f"{type(exc).__name__}: {exc}"
+                await give_up([msg], lambda: self.give_up([env], why), key)
+                return
             with contextlib.suppress(Exception):
-                if delivered >= self._max_deliver:  # the agent must not wait for ever
-                    await self.give_up([env], f"{type(exc).__name__}: {exc}")
-                    await msg.term()
-                else:
-                    await msg.nak(delay=redelivery_delay(delivered, self._backoff_s))
+                await msg.nak(delay=redelivery_delay(delivered, self._backoff_s))
             return
         await self._ack(msg, key)
 

@@ -1,5 +1,6 @@
 """Work retried through an outage keeps its deliveries: a handler failing because NATS or
-Postgres is away is tried again in place, so the message is not dropped as poison."""
+Postgres is away is tried again in place, so the message is not dropped as poison; and a
+message given up is terminated only once its failure is recorded."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from nats.aio.msg import Msg
 from contracts.base import Envelope
 from contracts.runs import RunStarted
 from libs.eventlog import ConcurrencyConflict, EventLog, EventLogError
+from libs.service import work
+from libs.service.membership import Membership
 from libs.service.outage import is_outage
+from libs.service.partitioned import PartitionedConsumer
 from libs.service.work import WorkConsumer
 from libs.testing.eventually import eventually
 
@@ -72,3 +76,88 @@ async def test_a_handler_failing_through_an_outage_is_not_dropped_as_poison(
         assert not poisoned
     finally:
         await consumer.stop()
+
+
+class _Flaky:
+    """A handler that always fails, and a failure record that fails `record_failures` times
+    (a bug or an outage past its budget at that moment)."""
+
+    def __init__(self, record_failures: int) -> None:
+        self.handled: list[int] = []
+        self.records: list[int] = []
+        self.record_failures = record_failures
+
+    async def handle(self, envelopes: list[Envelope], msg: Msg) -> None:
+        self.handled.append(msg.metadata.num_delivered)
+        raise ValueError("this message always fails")
+
+    async def on_poison(self, envelopes: list[Envelope] | None, subject: str, why: str) -> None:
+        self.records.append(len(self.records) + 1)
+        if len(self.records) <= self.record_failures:
+            raise RuntimeError("the failure cannot be recorded just now")
+
+
+async def _given_up_once_recorded(flaky: _Flaky, event_log: EventLog, subject: str) -> None:
+    await event_log.append(subject, [RunStarted(workflow_id="w", started_at_ms=0)])
+
+    async def recorded() -> bool:
+        assert len(flaky.records) == flaky.record_failures + 1, flaky.records
+        return True
+
+    # Before the fix the message was terminated after the first failed record: never recorded.
+    await eventually(recorded, timeout=30, message="the give-up recorded on a later delivery")
+    await asyncio.sleep(1.0)
+    assert len(flaky.records) == flaky.record_failures + 1  # terminated once recorded
+    # past its deliveries the handler is not run again: only the record is retried
+    assert flaky.handled == [1, 2], flaky.handled
+
+
+async def test_a_give_up_that_cannot_be_recorded_keeps_the_message(
+    event_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(work, "GIVE_UP_RETRY_S", 0.2)
+    purpose = f"t{uuid.uuid4().hex[:10]}"
+    flaky = _Flaky(record_failures=2)
+    consumer = WorkConsumer(
+        service="scheduler",
+        purpose=purpose,
+        subject=f"heym.work.*.{purpose}",
+        handle=flaky.handle,
+        max_deliver=2,
+        on_poison=flaky.on_poison,
+    )
+    consumer.backoff_s = 0.05
+    await consumer.start(event_log)
+    try:
+        await _given_up_once_recorded(flaky, event_log, f"heym.work.{uuid.uuid4().hex}.{purpose}")
+    finally:
+        await consumer.stop()
+
+
+async def test_a_partitioned_give_up_that_cannot_be_recorded_keeps_the_message(
+    event_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(work, "GIVE_UP_RETRY_S", 0.2)
+    purpose = f"t{uuid.uuid4().hex[:10]}"
+    flaky = _Flaky(record_failures=2)
+    membership = Membership(
+        "scheduler", f"only-{purpose}", subject=f"heym.svc.scheduler.members.{purpose}"
+    )
+    consumer = PartitionedConsumer(
+        service="scheduler",
+        purpose=purpose,
+        subject=f"heym.work.*.{purpose}",
+        handle=flaky.handle,
+        membership=membership,
+        partitions=2,
+        max_deliver=2,
+        on_poison=flaky.on_poison,
+        pull_expires_s=0.5,
+    )
+    consumer.backoff_s = 0.05
+    await consumer.start(event_log)
+    try:
+        await _given_up_once_recorded(flaky, event_log, f"heym.work.{uuid.uuid4().hex}.{purpose}")
+    finally:
+        await membership.stop()
+        await consumer.stop(2)
