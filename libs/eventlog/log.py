@@ -24,7 +24,7 @@ import nats.errors
 import nats.js.errors
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.api import ConsumerConfig, DeliverPolicy, PubAck
 
 from contracts.base import Envelope, Event
 from contracts.catalog import BatchDecodeError, EventCodec
@@ -49,7 +49,11 @@ H_TRACEPARENT = "traceparent"
 H_SCHEMA = "Heym-Schema"
 SCHEMA_VERSION = "1"
 
+# One publish attempt of an append: asked again (same message id) if no stream answers by then.
+ATTEMPT_S = 2.0
+_RETRY_PAUSE_S = 0.2
 _WRONG_LAST = 10071
+_DUPLICATE_IN_PROCESS = 10158  # "duplicate message id is in process"
 _LAST_SEQ = re.compile(r"wrong last sequence: (\d+)")
 
 
@@ -124,7 +128,7 @@ class EventLog:
             headers[H_TRACEPARENT] = traceparent
         began = time.perf_counter()
         try:
-            ack = await self._js.publish(subject, body, headers=headers, timeout=self._timeout)
+            ack = await self._publish(subject, body, headers)
         except nats.js.errors.APIError as exc:
             if exc.err_code == _WRONG_LAST:
                 # The server checks the expected sequence before the duplicate window, so a
@@ -152,6 +156,30 @@ class EventLog:
         return Appended(
             subject=subject, sequence=ack.seq, message_id=mid, duplicate=bool(ack.duplicate)
         )
+
+    async def _publish(self, subject: str, body: bytes, headers: dict[str, str]) -> PubAck:
+        """Publish, asked again with the same message id (deduplicated by the server) while no
+        stream answers within `ATTEMPT_S`, until `publish_timeout`: an append in flight when
+        its nats-server dies, or while a cluster elects a stream leader, goes through within
+        about a second of the stream being back instead of after the whole timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout
+        while True:
+            left = deadline - loop.time()
+            try:
+                return await self._js.publish(
+                    subject, body, headers=headers, timeout=max(0.05, min(ATTEMPT_S, left))
+                )
+            except (nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError):
+                if deadline - loop.time() < _RETRY_PAUSE_S:
+                    raise
+            except nats.js.errors.APIError as exc:
+                # The leader still holds the first try, waiting for its quorum: ask again
+                # until it is stored (then the answer is a duplicate acknowledgement).
+                in_process = exc.err_code == _DUPLICATE_IN_PROCESS
+                if not in_process or deadline - loop.time() < _RETRY_PAUSE_S:
+                    raise
+            await asyncio.sleep(_RETRY_PAUSE_S)
 
     async def _landed(self, subject: str, message_id: str, *, after: int) -> int | None:
         """The sequence of the message with `message_id` on `subject` after `after`, if any."""
