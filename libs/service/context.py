@@ -164,6 +164,7 @@ class ServiceContext:
         max_deliver: int = 5,
         max_ack_pending: int = 50_000,
         on_poison: Poisoned | None = None,
+        on_acquired: Callable[[int, int], None] | None = None,
     ) -> PartitionedConsumer:
         """A run-partitioned consumer (`libs/service/partitioned.py`): each key (the run or
         conversation in `subject`'s `*`) is handled by one replica of this service at a time."""
@@ -192,6 +193,10 @@ class ServiceContext:
                 self.details.pop(key, None)
 
         consumer.on_held_changed = held
+        if on_acquired is not None:
+            # (partition, partitions): drop what was cached about the partition's keys
+            partitions = self.settings.partitions
+            consumer.on_acquired = lambda p: on_acquired(p, partitions)
         self.add_consumer(consumer)
         return consumer
 

@@ -15,6 +15,13 @@ the partitions rendezvous hashing gives it:
   partition to one puller, and optimistic concurrency stays the safety net.
 - **Kept alive.** Messages handed to the handler and not yet acknowledged get `in_progress`
   every third of the ack wait, so only a dead replica's work is redelivered.
+- **Caches are dropped on a handover.** A replica that gets a partition's pin (again) calls
+  `on_acquired(partition)` before handing over its first message: whatever it cached about
+  that partition's runs may be stale, since another replica may have moved them on meanwhile
+  (`forget_partition`). Otherwise a run cached while paused, moved to a replica that resumed
+  it and was then killed, came back to its first replica, which folded the next delivered
+  event onto its paused view and decided on it (a wrong output, not even a conflict: the
+  expected sequence it appended with was the delivered event's).
 
 nats-py has no priority-group support, so pulls are raw requests
 (`$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>` with `group` and the `Nats-Pin-Id` as `id`).
@@ -27,7 +34,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
+from typing import Protocol, TypeVar
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -41,6 +49,7 @@ from libs.eventlog.feeds import (
     PRIORITY_GROUP,
     FeedSpec,
     partition_of,
+    partition_of_key,
     provision_feed,
     purge_acknowledged,
     source_sequence,
@@ -59,6 +68,39 @@ from libs.service.work import (
 log = logging.getLogger(__name__)
 
 _NS = 1_000_000_000
+
+
+class CachedActor(Protocol):
+    """An actor holding a run's folded state between deliveries."""
+
+    stale: bool
+
+    @property
+    def busy(self) -> bool: ...
+
+
+A = TypeVar("A", bound=CachedActor)
+
+
+def forget_partition(
+    actors: MutableMapping[str, A],
+    partition: int,
+    partitions: int,
+    key_of: Callable[[str], str],
+) -> int:
+    """Drop the cached state of every actor whose key (`key_of(name)`: the run id) falls in
+    `partition`: an idle one is removed, a busy one reloads before its next batch. Returns how
+    many were dropped."""
+    dropped = 0
+    for name, actor in list(actors.items()):
+        if partition_of_key(key_of(name), partitions) != partition:
+            continue
+        dropped += 1
+        if actor.busy:
+            actor.stale = True
+        else:
+            del actors[name]
+    return dropped
 
 
 class _Partition:
@@ -117,6 +159,8 @@ class PartitionedConsumer:
         # Partitions whose owner vanished from the view: unpinned at once by their new owner.
         self._orphaned: set[int] = set()
         self.on_held_changed: Callable[[list[int]], None] | None = None
+        # Called with a partition's index when this replica gets its pin (again).
+        self.on_acquired: Callable[[int], None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -288,6 +332,11 @@ class PartitionedConsumer:
         pin = headers.get(H_PIN)
         if pin is not None and pin != part.pin:
             part.pin = pin
+            if self.on_acquired is not None:
+                try:
+                    self.on_acquired(part.index)
+                except Exception:
+                    log.exception("%s p%d: on_acquired failed", self.durable, part.index)
             self._held_changed()
         part.left -= 1
         if part.left <= 0:

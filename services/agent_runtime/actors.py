@@ -30,6 +30,7 @@ from contracts import subjects
 from contracts.agents import AgentCancelRequested
 from contracts.base import Envelope, Event
 from libs.eventlog import ConcurrencyConflict, EventLog
+from libs.service.partitioned import forget_partition
 from libs.service.work import give_up, redelivery_delay, through_outages
 from services.agent_runtime import tracing
 from services.agent_runtime.call import AgentCall
@@ -111,6 +112,8 @@ class InvocationActor:
         self._backoff_s = backoff_s
         self._on_idle = on_idle
         self.state: AgentState | None = None
+        # Set when this replica got the run's partition again: the cache may be behind.
+        self.stale = False
         self._ctx: StepContext | None = None
         self._queue: list[tuple[list[Envelope], Msg | None]] = []
         self._task: asyncio.Task[None] | None = None
@@ -190,7 +193,8 @@ class InvocationActor:
             raise
 
     async def _handle(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
-        if self.state is None:
+        if self.state is None or self.stale:
+            self.stale = False
             # The read must reach the delivered messages: on a NATS cluster it may be served
             # by a lagging replica, and deciding on that view would drop what they carry.
             mine = [e.sequence for envs, _ in batch for e in envs if e.subject == self.subject]
@@ -435,6 +439,12 @@ class InvocationRegistry:
         self._actors.move_to_end(key)
         actor.enqueue(envelopes, msg)
 
+    def forget_partition(self, partition: int, partitions: int) -> None:
+        """This replica got `partition` (again): its invocations may have moved on elsewhere."""
+        dropped = forget_partition(self._actors, partition, partitions, _run_of)
+        if dropped:
+            log.info("partition %d acquired: %d cached agent(s) will reload", partition, dropped)
+
     async def fail(self, subject: str, error: str) -> None:
         """End the invocation on `subject` with `error` (its messages cannot be handled)."""
         parts = subject.split(".")
@@ -462,3 +472,8 @@ class InvocationRegistry:
                 self._actors.move_to_end(oldest_key)
                 break
             del self._actors[oldest_key]
+
+
+def _run_of(subject: str) -> str:
+    """`heym.agent.<run>.<invocation>` -> the run id (what the agent feed partitions by)."""
+    return subject.split(".")[2]

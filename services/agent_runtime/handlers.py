@@ -156,5 +156,6 @@ def register(ctx: ServiceContext) -> None:
         handle=on_agent_event,
         max_deliver=MAX_DELIVER,
         on_poison=agent_event_poisoned,
+        on_acquired=lambda p, n: get_registry().forget_partition(p, n),
     )
     memory_consumer.register(ctx, models, resolve)

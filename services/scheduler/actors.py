@@ -26,6 +26,7 @@ from contracts.subjects import NO_SERVICE
 from libs import telemetry
 from libs.eventlog import ConcurrencyConflict, EventLog, PayloadTooLarge
 from libs.expressions import evaluate_soon
+from libs.service.partitioned import forget_partition
 from libs.service.work import give_up, redelivery_delay, through_outages
 from services.scheduler import tracing
 from services.scheduler.domain import RunState, decide, evolve
@@ -90,6 +91,8 @@ class RunActor:
         self._limits = limits
         self._on_idle = on_idle
         self.state: RunState | None = None
+        # Set when this replica got the run's partition again: the cache may be behind.
+        self.stale = False
         self._queue: list[tuple[list[Envelope], Msg | None]] = []
         self._task: asyncio.Task[None] | None = None
 
@@ -176,7 +179,8 @@ class RunActor:
             raise
 
     async def _handle(self, batch: list[tuple[list[Envelope], Msg | None]]) -> None:
-        if self.state is None:
+        if self.state is None or self.stale:
+            self.stale = False
             await self._load(batch)
         else:
             for envelopes, _ in batch:
@@ -351,6 +355,12 @@ class RunRegistry:
             self._actors[run_id] = actor
         actor.state = None  # a full reload repeats the effects the run may still owe
         actor.enqueue([], None)
+
+    def forget_partition(self, partition: int, partitions: int) -> None:
+        """This replica got `partition` (again): its runs may have moved on elsewhere."""
+        dropped = forget_partition(self._actors, partition, partitions, lambda run_id: run_id)
+        if dropped:
+            log.info("partition %d acquired: %d cached run(s) will reload", partition, dropped)
 
     async def abort(self, run_id: str, error: str) -> None:
         """End a run with `error` if it exists and has not ended (see `RunActor.abort`)."""

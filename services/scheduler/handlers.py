@@ -93,6 +93,7 @@ def register(ctx: ServiceContext) -> Callable[[], RunRegistry]:
         handle=on_event,
         max_deliver=MAX_DELIVER,
         on_poison=poisoned,
+        on_acquired=lambda p, n: get_registry().forget_partition(p, n),
     )
     ctx.add_consumer(
         WorkConsumer(

@@ -5,14 +5,21 @@ replica's runs continue on the others."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
+import msgspec
 import pytest
 
+from contracts import subjects
+from contracts.nodes import NodeDispatched
+from contracts.runs import RunCompleted, RunPaused, RunResumed
 from libs.devstack.status import health_replies
+from libs.eventlog import EventLog
+from libs.eventlog.feeds import partition_of_key
 from libs.testing.eventually import eventually
 from tests.chaos.harness import deployment
 from tests.chaos.verify import conflicts_logged, describe, outcome
-from tests.chaos.workload import Workload, connect
+from tests.chaos.workload import Workload, connect, model_script
 from tests.e2e.scaleout import FAILOVER
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -60,14 +67,16 @@ async def test_a_killed_scheduler_replicas_runs_continue_on_the_others() -> None
         await eventually(some_done, timeout=120, message="load running")
         nc = await connect(dep.system)
         try:
-            replies = await health_replies(nc, "scheduler")
+            # (a loaded machine answers slowly: a replica missing from the replies is skipped)
+            replies = await health_replies(nc, "scheduler", wait_s=2.0)
         finally:
             await nc.close()
         # A replica working on runs (rendezvous hashing may, rarely, give one replica none).
         victim = next(
             name
             for name in ("scheduler#2", "scheduler#3", "scheduler")
-            if replies[dep.system.children[name].pid or 0].details.get("partitions_runs")
+            if (reply := replies.get(dep.system.children[name].pid or 0)) is not None
+            and reply.details.get("partitions_runs")
         )
         in_flight = [r for r in work.runs if r.started_at and r.completed is None]
         await dep.system.kill(victim)  # kill -9, not restarted
@@ -93,3 +102,100 @@ async def _health_conflicts(nats_url: str) -> dict[str, int]:
         return found
     finally:
         await nc.close()
+
+
+async def test_a_run_back_on_the_replica_that_cached_it_is_reloaded_not_decided_on_its_cache() -> (
+    None
+):
+    """Runs started on replica A (cached there while their agent drafts) move to B when B
+    joins; B pauses and resumes them and is killed while their HTTP node runs; the runs come
+    back to A. A must reload them: deciding on its cache (the agent still running) started
+    the next node without the agent's output (`$writer.text` was null)."""
+    async with deployment(replicas={"scheduler": 2}) as dep:
+        await dep.system.kill("scheduler#2")  # A (`scheduler`) holds every partition
+        script = model_script()
+        dep.model.script = [  # the draft takes 8 s: B joins meanwhile
+            msgspec.structs.replace(r, reply=msgspec.structs.replace(r.reply, delay=8.0))
+            if r.name == "draft"
+            else r
+            for r in script.rules
+        ]
+        # Every run's HTTP node waits at one gate, opened once the runs are back on A.
+        gated = SimpleNamespace(url=f"{dep.target.url}/gate/sent?to=")
+        work = Workload(dep.system, gated, dep.model, seed=5)  # type: ignore[arg-type]
+        await work.prepare(64)
+        work.runs = [r for r in work.runs if r.kind == "review"]
+        nc = await connect(dep.system)
+        log = EventLog(nc)
+        try:
+            for run in work.runs:
+                await work.start(log, run)
+
+            async def drafting() -> bool:
+                for run in work.runs:
+                    found = await log.read(subjects.run_all(run.run_id))
+                    assert any(isinstance(e.event, NodeDispatched) for e in found), run.run_id
+                return True
+
+            await eventually(drafting, timeout=30, message="every agent drafting, on A")
+            await dep.system.restart("scheduler#2")  # B joins and takes its share
+            pid_b = dep.system.children["scheduler#2"].pid
+
+            async def paused() -> bool:
+                for run in work.runs:
+                    if run.paused is None:
+                        found = await log.read(subjects.run_all(run.run_id))
+                        run.paused = next(
+                            (e.event for e in found if isinstance(e.event, RunPaused)), None
+                        )
+                    assert run.paused is not None, run.run_id
+                return True
+
+            await eventually(paused, timeout=60, message="every run paused")
+            for run in work.runs:
+                await work.decide(run)
+
+            async def resumed() -> bool:
+                for run in work.runs:
+                    found = await log.read(subjects.run_all(run.run_id))
+                    assert any(isinstance(e.event, RunResumed) for e in found), run.run_id
+                return True
+
+            await eventually(resumed, timeout=60, message="every run resumed")
+
+            async def b_holds() -> set[int]:
+                # (pins are taken on delivery: B holds the partitions of the runs it resumed)
+                replies = await health_replies(nc, "scheduler", wait_s=1.0)
+                reply = replies.get(pid_b or 0)
+                held = reply.details.get("partitions_runs", "") if reply else ""
+                parts = {int(p) for p in held.rsplit(" ", 1)[-1].split(",") if p.isdigit()}
+                assert parts, replies
+                return parts
+
+            held_by_b: set[int] = await eventually(
+                b_holds, timeout=30, message="B holds partitions"
+            )
+            moved = [r for r in work.runs if partition_of_key(r.run_id, 16) in held_by_b]
+            assert moved, "no paused run moved to B"
+            await dep.system.kill("scheduler#2")  # the runs go back to A
+            dep.target.open_gate("sent")
+
+            async def completed() -> bool:
+                for run in work.runs:
+                    if run.completed is None:
+                        found = await log.read(subjects.run_all(run.run_id))
+                        run.completed = next(
+                            (e.event for e in found if isinstance(e.event, RunCompleted)), None
+                        )
+                    assert run.completed is not None, run.run_id
+                return True
+
+            await eventually(completed, timeout=120, message="every run completed on A")
+        finally:
+            await nc.close()
+        texts = {
+            r.run_id: r.completed.outputs["answer"]["result"]["r"]["text"]  # type: ignore[union-attr]
+            for r in work.runs
+        }
+        print(f"{len(moved)} of {len(work.runs)} runs moved to B and back")
+        assert set(texts.values()) == {"reviewed"}, texts
