@@ -79,6 +79,7 @@ class ServiceContext:
             name=self.instance,
             max_reconnect_attempts=-1,
             reconnect_time_wait=1,
+            reconnected_cb=self._reconnected,
             graceful_timeout=settings.shutdown_grace_s,
             logger=logging.getLogger(f"heym.{service}.broker"),
             # FastStream logs every message at the broker's level; keep that out of INFO.
@@ -93,6 +94,13 @@ class ServiceContext:
         self._responders: list[tuple[str, Callable[[Msg], Awaitable[None]]]] = []
         self._broadcasts: list[tuple[str, Callable[[Msg], Awaitable[None]]]] = []
         self.broker.subscriber(subjects.health(service), include_in_schema=False)(self._health)
+
+    async def _reconnected(self) -> None:
+        """Pull requests held by a server that died are gone with it: the partitioned
+        consumers ask again now instead of waiting for them to expire."""
+        for consumer in self._consumers:
+            if isinstance(consumer, PartitionedConsumer):
+                consumer.wake()
 
     async def _health(self) -> bytes:
         self.details.update(_telemetry_details())

@@ -215,6 +215,11 @@ class PartitionedConsumer:
                 await self._sub.unsubscribe()
             self._sub = None
 
+    def wake(self) -> None:
+        """Every partition's loop asks again now (its open pull request may be gone)."""
+        for part in self._parts:
+            part.ended.set()
+
     @property
     def held_partitions(self) -> list[int]:
         return [p.index for p in self._parts if p.pin is not None]
