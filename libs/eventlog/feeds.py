@@ -27,6 +27,7 @@ import logging
 from typing import Any
 
 import nats.errors
+import nats.js.errors
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import RUN_STREAM
@@ -256,3 +257,35 @@ async def unpin(nc: NATS, spec: FeedSpec, partition: int) -> None:
         f"$JS.API.CONSUMER.UNPIN.{spec.stream}.{spec.consumer(partition)}",
         {"group": PRIORITY_GROUP},
     )
+
+
+async def source_stalled(nc: NATS, spec: FeedSpec, *, inactive_s: float) -> bool:
+    """Whether the feed has stopped sourcing: its source consumer is gone (`active` -1) or
+    silent past `inactive_s` (it beats every second), while the run stream holds an event for
+    the feed past the last one sourced. nats-server notices a stalled source by itself only on
+    a 10 s health check, and a feed whose new leader never set its source up stayed stalled
+    for more than 30 s after the run stream's leader was killed."""
+    info = await _api(nc, f"$JS.API.STREAM.INFO.{spec.stream}", {}, patience_s=5.0)
+    sources = (info.get("sources") if isinstance(info, dict) else None) or []
+    if not sources:
+        return False
+    source = sources[0]
+    active_ns = int(source.get("active", 0))
+    if 0 <= active_ns < inactive_s * _NS:
+        return False
+    after = int(source.get("seq", 0)) + 1
+    # A direct get: any replica of the run stream answers, even while it elects a leader.
+    js = nc.jetstream(timeout=2.0)
+    try:
+        await js.get_msg(RUN_STREAM, seq=after, subject=spec.subject, direct=True, next=True)
+    except nats.js.errors.NotFoundError:
+        return False
+    return True
+
+
+async def restart_sourcing(nc: NATS, spec: FeedSpec) -> bool:
+    """Make the feed's leader step down: the new leader sets its source up again at once,
+    from the last sequence sourced (nothing lost, nothing repeated). False for a feed with one
+    replica (no other leader to take over)."""
+    done = await _api(nc, f"$JS.API.STREAM.LEADER.STEPDOWN.{spec.stream}", {}, patience_s=5.0)
+    return bool(isinstance(done, dict) and done.get("success"))

@@ -15,6 +15,11 @@ the partitions rendezvous hashing gives it:
   partition to one puller, and optimistic concurrency stays the safety net.
 - **Kept alive.** Messages handed to the handler and not yet acknowledged get `in_progress`
   every third of the ack wait, so only a dead replica's work is redelivered.
+- **A stalled feed is restarted.** The replica owning partition 0 checks every 2 s that the
+  feed still sources the run stream (`source_stalled`); if not, it makes the feed's leader
+  step down, and the new leader sources again from where the feed stopped. nats-server
+  notices a stalled source itself only every 10 s, and after the run stream's leader was
+  killed a feed could stay stalled for over 30 s (runs waited all that time).
 - **Caches are dropped on a handover.** A replica that gets a partition's pin (again) calls
   `on_acquired(partition)` before handing over its first message: whatever it cached about
   that partition's runs may be stale, since another replica may have moved them on meanwhile
@@ -52,7 +57,9 @@ from libs.eventlog.feeds import (
     partition_of_key,
     provision_feed,
     purge_acknowledged,
+    restart_sourcing,
     source_sequence,
+    source_stalled,
     source_subject,
     unpin,
 )
@@ -68,6 +75,11 @@ from libs.service.work import (
 log = logging.getLogger(__name__)
 
 _NS = 1_000_000_000
+# The feed watch: how often, how long a source may be silent, and the least time between two
+# restarts of one feed.
+FEED_CHECK_S = 2.0
+FEED_SILENT_S = 3.0
+FEED_RESTART_EVERY_S = 10.0
 
 
 class CachedActor(Protocol):
@@ -161,6 +173,7 @@ class PartitionedConsumer:
         self.on_held_changed: Callable[[list[int]], None] | None = None
         # Called with a partition's index when this replica gets its pin (again).
         self.on_acquired: Callable[[int], None] | None = None
+        self.feed_restarts = 0
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -188,6 +201,7 @@ class PartitionedConsumer:
             for part in self._parts
         ]
         self._tasks.append(asyncio.create_task(self._keep_alive(), name=f"{self.durable}-alive"))
+        self._tasks.append(asyncio.create_task(self._watch_feed(), name=f"{self.durable}-watch"))
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop pulling, let the held work finish (up to `grace`), then hand every pin over.
@@ -431,3 +445,31 @@ class PartitionedConsumer:
                             await purge_acknowledged(self._nc, self.spec, part.index)
                         except Exception as exc:
                             log.debug("%s p%d: purge failed: %r", self.durable, part.index, exc)
+
+    async def _watch_feed(self) -> None:
+        """Restart the feed's sourcing when it has stalled (one replica watches: partition
+        0's owner)."""
+        last_restart = -FEED_RESTART_EVERY_S
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(FEED_CHECK_S)
+            nc = self._nc
+            if nc is None or not nc.is_connected or not self._owns(0):
+                continue
+            if loop.time() - last_restart < FEED_RESTART_EVERY_S:
+                continue
+            try:
+                if not await source_stalled(nc, self.spec, inactive_s=FEED_SILENT_S):
+                    continue
+                last_restart = loop.time()
+                restarted = await restart_sourcing(nc, self.spec)
+            except Exception as exc:
+                log.debug("%s: feed check failed: %r", self.durable, exc)
+                continue
+            self.feed_restarts += 1
+            log.warning(
+                "%s: feed %s stopped sourcing the run stream; %s",
+                self.durable,
+                self.spec.stream,
+                "its leader stepped down to restart it" if restarted else "it has one replica",
+            )
