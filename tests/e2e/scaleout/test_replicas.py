@@ -53,7 +53,6 @@ async def test_three_schedulers_two_runtimes_under_500_concurrent_mixed_runs() -
 
 
 @FAILOVER[0]
-@FAILOVER[1]
 async def test_a_killed_scheduler_replicas_runs_continue_on_the_others() -> None:
     async with deployment(replicas={"scheduler": 3, "agent_runtime": 2}) as dep:
         work = Workload(dep.system, dep.target, dep.model, seed=3)
