@@ -104,6 +104,10 @@ class ServiceContext:
 
     async def _health(self) -> bytes:
         self.details.update(_telemetry_details())
+        for consumer in self._consumers:
+            if isinstance(consumer, PartitionedConsumer) and consumer.feed_restarts:
+                purpose = consumer.durable.removeprefix(f"{self.service}-")
+                self.details[f"feed_restarts_{purpose}"] = str(consumer.feed_restarts)
         reply = HealthReply(
             service=self.service,
             instance=self.instance,
