@@ -21,8 +21,10 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import nats.js.errors
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from contracts.base import Envelope
@@ -108,6 +110,7 @@ class WorkConsumer:
     async def start(self, event_log: EventLog) -> None:
         self._log = event_log
         js = event_log.nc.jetstream()
+        await self._upgrade(js)
         # Durable push consumer with a deliver group: replicas share the work (queue semantics).
         self._sub = await js.subscribe(
             self.subject,
@@ -126,6 +129,20 @@ class WorkConsumer:
             pending_msgs_limit=-1,
             pending_bytes_limit=-1,
         )
+
+    async def _upgrade(self, js: JetStreamContext) -> None:
+        """An existing consumer keeps its settings when nats-py binds to it: one created with
+        a lower delivery limit gets the headroom that keeps unrecorded give-ups."""
+        try:
+            info = await js.consumer_info(RUN_STREAM, self.durable)
+        except nats.js.errors.NotFoundError:
+            return
+        wanted = server_max_deliver(self._max_deliver)
+        if info.config.max_deliver == wanted:
+            return
+        info.config.max_deliver = wanted
+        await js.add_consumer(RUN_STREAM, info.config)  # create-or-update: the same durable
+        log.info("%s: max_deliver set to %d", self.durable, wanted)
 
     async def stop(self, grace: float = 10.0) -> None:
         if self._sub is not None:

@@ -11,6 +11,7 @@ import asyncpg
 import nats.js.errors
 import pytest
 from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig
 
 from contracts.base import Envelope
 from contracts.runs import RunStarted
@@ -161,3 +162,36 @@ async def test_a_partitioned_give_up_that_cannot_be_recorded_keeps_the_message(
     finally:
         await membership.stop()
         await consumer.stop(2)
+
+
+async def test_an_existing_consumer_gets_the_delivery_headroom(event_log: EventLog) -> None:
+    """A work consumer created before the headroom (max_deliver 5) is brought up to date when
+    a service starts, so an upgraded deployment keeps unrecorded give-ups too."""
+    purpose = f"t{uuid.uuid4().hex[:10]}"
+    js = event_log.nc.jetstream()
+    durable = f"scheduler-{purpose}"
+    await js.add_consumer(
+        "HEYM_RUNS",
+        ConsumerConfig(
+            durable_name=durable,
+            deliver_subject=event_log.nc.new_inbox(),
+            deliver_group=durable,
+            filter_subject=f"heym.work.*.{purpose}",
+            ack_policy=AckPolicy.EXPLICIT,
+            max_deliver=5,
+        ),
+    )
+    flaky = _Flaky(record_failures=0)
+    consumer = WorkConsumer(
+        service="scheduler",
+        purpose=purpose,
+        subject=f"heym.work.*.{purpose}",
+        handle=flaky.handle,
+        max_deliver=5,
+    )
+    await consumer.start(event_log)
+    try:
+        info = await js.consumer_info("HEYM_RUNS", durable)
+        assert info.config.max_deliver == work.server_max_deliver(5) == 15
+    finally:
+        await consumer.stop()
