@@ -116,7 +116,8 @@ async def _api(nc: NATS, subject: str, body: dict[str, Any], patience_s: float =
             reply = await nc.request(subject, data, timeout=5.0)
             answer = json.loads(reply.data)
             error = answer.get("error") if isinstance(answer, dict) else None
-            if not (error and error.get("code") == 503):
+            # 503: no leader just now; 10005: a new cluster still gathering its nodes
+            if not (error and (error.get("code") == 503 or error.get("err_code") == 10005)):
                 return answer
             why = str(error)
         except nats.errors.NoRespondersError:

@@ -7,16 +7,20 @@ turn durable timers and per-run concurrency into silent no-ops, so both are chec
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import nats.js.errors
 from nats.aio.client import Client as NATS
-from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js import JetStreamContext
+from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig, StreamInfo
 
 from contracts.subjects import RUN_STREAM, RUN_STREAM_SUBJECTS
 from libs.eventlog.errors import ServerTooOld, StreamMisconfigured
 
 log = logging.getLogger(__name__)
+
+NO_PEERS = 10005  # "no suitable peers for placement"
 
 MIN_SERVER = (2, 12, 0)
 
@@ -84,7 +88,7 @@ async def provision_run_stream(
     try:
         info = await js.stream_info(RUN_STREAM)
     except nats.js.errors.NotFoundError:
-        info = await js.add_stream(cfg)
+        info = await _create(js, cfg)
         log.info("created stream %s", RUN_STREAM)
     else:
         if (
@@ -102,3 +106,18 @@ async def provision_run_stream(
         )
     if info.config.storage != StorageType.FILE:
         raise StreamMisconfigured(f"stream {RUN_STREAM} must use file storage")
+
+
+async def _create(js: JetStreamContext, cfg: StreamConfig, patience_s: float = 30.0) -> StreamInfo:
+    """Create the stream; a cluster still gathering its nodes ("no suitable peers for
+    placement", just after it elected a meta leader) is asked again until `patience_s`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + patience_s
+    while True:
+        try:
+            return await js.add_stream(cfg)
+        except nats.js.errors.BadRequestError as exc:
+            if exc.err_code != NO_PEERS or loop.time() > deadline:
+                raise
+        log.info("stream %s: the cluster has not enough peers yet; asking again", cfg.name)
+        await asyncio.sleep(0.5)

@@ -5,12 +5,14 @@ replica's runs continue on the others."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 
 import msgspec
 import pytest
 
 from contracts import subjects
+from contracts.base import Event
 from contracts.nodes import NodeDispatched
 from contracts.runs import RunCompleted, RunPaused, RunResumed
 from libs.devstack.status import health_replies
@@ -130,37 +132,31 @@ async def test_a_run_back_on_the_replica_that_cached_it_is_reloaded_not_decided_
             for run in work.runs:
                 await work.start(log, run)
 
-            async def drafting() -> bool:
-                for run in work.runs:
-                    found = await log.read(subjects.run_all(run.run_id))
-                    assert any(isinstance(e.event, NodeDispatched) for e in found), run.run_id
-                return True
+            def every_run_has(kind: type[Event]) -> Callable[[], Awaitable[dict[str, Event]]]:
+                async def check() -> dict[str, Event]:
+                    found: dict[str, Event] = {}
+                    for run in work.runs:
+                        events = await log.read(subjects.run_all(run.run_id))
+                        hit = next((e.event for e in events if isinstance(e.event, kind)), None)
+                        assert hit is not None, (kind.__name__, run.run_id)
+                        found[run.run_id] = hit
+                    return found
 
+                return check
+
+            drafting = every_run_has(NodeDispatched)
             await eventually(drafting, timeout=30, message="every agent drafting, on A")
             await dep.system.restart("scheduler#2")  # B joins and takes its share
             pid_b = dep.system.children["scheduler#2"].pid
 
-            async def paused() -> bool:
-                for run in work.runs:
-                    if run.paused is None:
-                        found = await log.read(subjects.run_all(run.run_id))
-                        run.paused = next(
-                            (e.event for e in found if isinstance(e.event, RunPaused)), None
-                        )
-                    assert run.paused is not None, run.run_id
-                return True
-
-            await eventually(paused, timeout=60, message="every run paused")
+            paused = await eventually(
+                every_run_has(RunPaused), timeout=60, message="every run paused"
+            )
             for run in work.runs:
+                run.paused = paused[run.run_id]  # type: ignore[assignment]
                 await work.decide(run)
 
-            async def resumed() -> bool:
-                for run in work.runs:
-                    found = await log.read(subjects.run_all(run.run_id))
-                    assert any(isinstance(e.event, RunResumed) for e in found), run.run_id
-                return True
-
-            await eventually(resumed, timeout=60, message="every run resumed")
+            await eventually(every_run_has(RunResumed), timeout=60, message="every run resumed")
 
             async def b_holds() -> set[int]:
                 # (pins are taken on delivery: B holds the partitions of the runs it resumed)
@@ -179,22 +175,14 @@ async def test_a_run_back_on_the_replica_that_cached_it_is_reloaded_not_decided_
             await dep.system.kill("scheduler#2")  # the runs go back to A
             dep.target.open_gate("sent")
 
-            async def completed() -> bool:
-                for run in work.runs:
-                    if run.completed is None:
-                        found = await log.read(subjects.run_all(run.run_id))
-                        run.completed = next(
-                            (e.event for e in found if isinstance(e.event, RunCompleted)), None
-                        )
-                    assert run.completed is not None, run.run_id
-                return True
-
-            await eventually(completed, timeout=120, message="every run completed on A")
+            completed = await eventually(
+                every_run_has(RunCompleted), timeout=120, message="every run completed on A"
+            )
         finally:
             await nc.close()
         texts = {
-            r.run_id: r.completed.outputs["answer"]["result"]["r"]["text"]  # type: ignore[union-attr]
-            for r in work.runs
+            run_id: done.outputs["answer"]["result"]["r"]["text"]  # type: ignore[attr-defined]
+            for run_id, done in completed.items()
         }
         print(f"{len(moved)} of {len(work.runs)} runs moved to B and back")
         assert set(texts.values()) == {"reviewed"}, texts

@@ -12,7 +12,7 @@ import pytest
 
 from contracts import subjects
 from contracts.runs import RunStarted
-from libs.embedded import EmbeddedNatsCluster
+from libs.embedded import EmbeddedNatsCluster, wait_jetstream
 from libs.eventlog import EventLog, provision_run_stream
 from libs.testing.eventually import eventually
 
@@ -70,6 +70,30 @@ async def test_an_append_waiting_for_a_stream_leader_lands_once_quorum_is_back(
             return True
 
         await eventually(stored_once, timeout=30, message="the append stored once")
+    finally:
+        await nc.close()
+        await asyncio.to_thread(cluster.stop)
+
+
+async def test_the_run_stream_is_created_once_a_new_cluster_has_its_nodes(
+    tmp_path: Path,
+) -> None:
+    """A cluster that has elected its meta leader but not yet gathered three nodes answers
+    "no suitable peers for placement" to an R3 stream: provisioning asks again."""
+    cluster = EmbeddedNatsCluster(tmp_path / "nats", 3)
+    first, second, third = cluster.nodes
+    for node in (first, second):
+        await asyncio.to_thread(node.start)
+    nc = await nats.connect(servers=[first.url], max_reconnect_attempts=-1)
+    try:
+        await wait_jetstream([first.url, second.url], 30)
+        provisioning = asyncio.create_task(provision_run_stream(nc, replicas=3))
+        await asyncio.sleep(2.0)
+        assert not provisioning.done()  # before: BadRequestError at once
+        await asyncio.to_thread(third.start)
+        await asyncio.wait_for(provisioning, 30)
+        info = await nc.jetstream().stream_info(subjects.RUN_STREAM)
+        assert info.config.num_replicas == 3
     finally:
         await nc.close()
         await asyncio.to_thread(cluster.stop)
