@@ -23,10 +23,10 @@ the partitions rendezvous hashing gives it:
 - **Caches are dropped on a handover.** A replica that gets a partition's pin (again) calls
   `on_acquired(partition)` before handing over its first message: whatever it cached about
   that partition's runs may be stale, since another replica may have moved them on meanwhile
-  (`forget_partition`). Otherwise a run cached while paused, moved to a replica that resumed
-  it and was then killed, came back to its first replica, which folded the next delivered
-  event onto its paused view and decided on it (a wrong output, not even a conflict: the
-  expected sequence it appended with was the delivered event's).
+  (`forget_partition`). Otherwise a run cached while its agent drafted, moved to a replica
+  that paused and resumed it and was then killed, came back to its first replica, which
+  folded the next delivered event onto its old view and decided on it (a wrong output, not
+  even a conflict: the expected sequence it appended with was the delivered event's).
 
 nats-py has no priority-group support, so pulls are raw requests
 (`$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>` with `group` and the `Nats-Pin-Id` as `id`).
